@@ -1,0 +1,121 @@
+"""`python -m spacy_arbo COMMAND`: build a KB, convert corpora, evaluate and discover."""
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from .util import ArboError, atomic_path
+
+
+def load_pipeline(path: str):
+    import spacy
+
+    if not Path(path).is_dir():
+        raise ArboError(f"Pipeline directory '{path}' does not exist.")
+    return spacy.load(path)
+
+
+def build_kb_command(args: argparse.Namespace) -> None:
+    from .kb.readers import read_kb
+
+    store = read_kb(args.source, args.format)
+    store.to_disk(args.out_dir)
+    stats = store.stats()
+    print(f"Wrote {args.out_dir}: {stats['entities']:,} entities, {stats['aliases']:,} aliases, "
+          f"{stats['with_definition']:,} entities with a definition, {stats['alt_ids']:,} alternative ids")
+
+
+def convert_command(args: argparse.Namespace) -> None:
+    from .corpora import convert_corpus, write_docbin
+    from .kb.store import EntityStore
+
+    kb = EntityStore.from_disk(args.kb) if args.kb else None
+    types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
+    docs, report = convert_corpus(Path(args.source), kb=kb, types=types, fmt=args.format)
+    write_docbin(docs, args.output)
+    print(report.as_table())
+    print(f"Wrote {args.output}")
+
+
+def init_pipeline_command(args: argparse.Namespace) -> None:
+    from .pipeline.init import init_pipeline
+
+    nlp = init_pipeline(args.kb_dir, args.output, config_path=args.config)
+    print(f"Wrote {args.output} (pipeline: {', '.join(nlp.pipe_names)})")
+
+
+def index_kb_command(args: argparse.Namespace) -> None:
+    from .kb.store import EntityStore
+
+    nlp = load_pipeline(args.pipeline)
+    linker = nlp.get_pipe(args.component)
+    linker.set_kb(EntityStore.from_disk(args.kb_dir))
+    linker.refresh_index()
+    linker.save_index(args.kb_dir)
+    print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
+
+
+def evaluate_command(args: argparse.Namespace) -> None:
+    import srsly
+
+    from .corpora import read_docbin
+    from .evaluation import evaluate_linking, format_metrics, gold_id_set
+
+    nlp = load_pipeline(args.pipeline)
+    docs = read_docbin(args.data, nlp.vocab)
+    seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
+    metrics = evaluate_linking(nlp, docs, seen_ids=seen)
+    print(format_metrics(metrics))
+    if args.output:
+        with atomic_path(args.output) as tmp:
+            srsly.write_json(tmp, metrics)
+        print(f"Wrote {args.output}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spacy_arbo", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
+    cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--format", default="auto", choices=["auto", "jsonl", "ctd", "medic"])
+    cmd.set_defaults(func=build_kb_command)
+
+    cmd = commands.add_parser("convert", help="convert PubTator / BLINK JSONL into a .spacy DocBin")
+    cmd.add_argument("source")
+    cmd.add_argument("output", help="output .spacy file")
+    cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
+    cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. Disease")
+    cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
+    cmd.set_defaults(func=convert_command)
+
+    cmd = commands.add_parser("init-pipeline", help="build and save an initialized (untrained) linking pipeline")
+    cmd.add_argument("kb_dir", help="entity store written by build-kb")
+    cmd.add_argument("output", help="output pipeline directory")
+    cmd.add_argument("--config", help="config file (default: blank English + arbo_linker defaults)")
+    cmd.set_defaults(func=init_pipeline_command)
+
+    cmd = commands.add_parser("index-kb", help="encode a KB with a pipeline's encoder and store the index beside it")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("kb_dir")
+    cmd.add_argument("--component", default="arbo_linker")
+    cmd.set_defaults(func=index_kb_command)
+
+    cmd = commands.add_parser("evaluate", help="link the gold mentions of a .spacy file and score them")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
+    cmd.add_argument("--output", help="write the metrics as JSON here")
+    cmd.set_defaults(func=evaluate_command)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        args.func(args)
+    except ArboError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Mention and entity encoders: input templates, towers, and the dual encoder."""

@@ -1,0 +1,31 @@
+"""The interface every tower implements, so the dual encoder can mix kinds."""
+from typing import Dict, List
+
+import torch
+from torch import nn
+
+from .templates import EntityInput, MentionInput
+
+
+class Tower(nn.Module):
+    """Encodes mentions or entities into fixed-size vectors.
+
+    Towers own their tokenization, so that a tower saved with the pipeline brings its
+    vocabulary (and marker tokens) along.
+    """
+
+    kind: str = ""
+
+    @property
+    def dim(self) -> int:
+        raise NotImplementedError
+
+    def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def encode_entities(self, entities: List[EntityInput]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def to_files(self) -> Dict[str, bytes]:
+        """Everything needed to rebuild the tower without the original weights' path."""
+        raise NotImplementedError

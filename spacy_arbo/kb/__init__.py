@@ -1,0 +1,1 @@
+"""Knowledge-base layer: entity records, readers, the entity store, and search indexes."""

@@ -1,0 +1,461 @@
+"""A FAISS index over entity vectors, with validation, metadata and atomic saving.
+
+The index stores the int64 ids it is given (by default 0..n-1, the rows of the
+EntityStore; several vectors may share one id when synonyms are indexed), so
+search results map straight back to entities. The metadata records which encoder
+made the vectors (an opaque fingerprint), so a pipeline refuses an index built by
+a different encoder instead of returning confident nonsense.
+"""
+import functools
+import hashlib
+import math
+import warnings
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+import srsly
+
+from ..util import ArboError, PathLike, atomic_path
+
+try:
+    import faiss
+except ImportError:  # faiss is an extra: faiss-cpu or faiss-gpu provide the module
+    raise ImportError(
+        "spacy-arbo needs FAISS for its entity index: "
+        "pip install 'spacy-arbo[cpu]' (or 'spacy-arbo[gpu]')"
+    ) from None
+
+INDEX_FILE = "index.faiss"
+META_FILE = "index.json"
+FORMAT_VERSION = 1
+KINDS = ("flat", "hnsw", "ivfpq", "ivfsq")
+METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
+SQ_TYPES = {
+    "8bit": faiss.ScalarQuantizer.QT_8bit,
+    "6bit": faiss.ScalarQuantizer.QT_6bit,
+    "4bit": faiss.ScalarQuantizer.QT_4bit,
+    "fp16": faiss.ScalarQuantizer.QT_fp16,
+}
+# k-means wants this many training points per centroid; fewer gives poor lists.
+POINTS_PER_CENTROID = 39
+
+
+class FaissIndex:
+    """Nearest-neighbour search over entity vectors; higher scores are better.
+
+    Scores are inner products for metric "ip" (cosine when the caller normalised
+    the vectors) and negated squared distances for metric "l2".
+    """
+
+    def __init__(
+        self,
+        index: "faiss.Index",
+        kind: str,
+        *,
+        metric: str = "ip",
+        params: Optional[Dict[str, Any]] = None,
+        fingerprint: str = "",
+        use_gpu: Optional[bool] = None,
+    ) -> None:
+        self._kind = kind
+        self._metric = metric
+        self._params = dict(params or {})
+        self._fingerprint = fingerprint
+        self._index, self._on_gpu = _place(index, kind, use_gpu)
+
+    @classmethod
+    def build(
+        cls,
+        vectors: np.ndarray,
+        kind: str = "flat",
+        *,
+        ids: Optional[np.ndarray] = None,
+        metric: str = "ip",
+        fingerprint: str = "",
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        nlist: Optional[int] = None,
+        nprobe: int = 16,
+        pq_m: Optional[int] = None,
+        pq_nbits: int = 8,
+        sq_type: str = "8bit",
+        use_gpu: Optional[bool] = None,
+        seed: int = 0,
+    ) -> "FaissIndex":
+        """Build an index over `vectors` (one row per id).
+
+        kind: "flat" (exact), "hnsw" (graph; fast and accurate, CPU only),
+        "ivfpq" (inverted lists + product quantization: smallest, for millions of
+        vectors), "ivfsq" (inverted lists + scalar quantization).
+        nlist defaults to about 4 * sqrt(n), lowered so every list has enough
+        training points; pq_m (sub-quantizers) defaults to about dim / 8.
+        use_gpu: None moves the index to a GPU when faiss has one (never HNSW).
+        seed fixes IVF and PQ training, so rebuilding gives the same index; HNSW
+        graphs are built in parallel and may differ slightly between builds.
+        """
+        if kind not in KINDS:
+            raise ArboError(f"Unknown index kind '{kind}'; choose one of {', '.join(KINDS)}.")
+        metric_type = _metric_type(metric)
+        matrix = _as_matrix(vectors, "vectors")
+        n, dim = matrix.shape
+        if n == 0:
+            raise ArboError("Cannot build an index from an empty vector matrix (0 rows).")
+        row_ids = _as_ids(ids, n)
+        for name, value in (("hnsw_m", hnsw_m), ("ef_construction", ef_construction),
+                            ("ef_search", ef_search), ("nprobe", nprobe), ("pq_nbits", pq_nbits)):
+            _check_positive(name, value)
+        if kind == "flat":
+            # IndexFlat and IndexHNSW number vectors themselves; the id map stores ours.
+            index = faiss.IndexIDMap(faiss.IndexFlat(dim, metric_type))
+            params: Dict[str, Any] = {}
+        elif kind == "hnsw":
+            graph = faiss.IndexHNSWFlat(dim, hnsw_m, metric_type)
+            graph.hnsw.efConstruction = ef_construction
+            graph.hnsw.efSearch = ef_search
+            index = faiss.IndexIDMap(graph)
+            params = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search}
+        else:
+            index, params = _ivf_index(kind, matrix.shape, metric_type, nlist, nprobe,
+                                       pq_m, pq_nbits, sq_type, seed)
+        if not index.is_trained:
+            index.train(matrix)
+        index.add_with_ids(matrix, row_ids)
+        return cls(index, kind, metric=metric, params=params, fingerprint=fingerprint,
+                   use_gpu=use_gpu)
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    @property
+    def metric(self) -> str:
+        return self._metric
+
+    @property
+    def dim(self) -> int:
+        return self._index.d
+
+    @property
+    def ntotal(self) -> int:
+        return self._index.ntotal
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def params(self) -> Dict[str, Any]:
+        return dict(self._params)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self._on_gpu
+
+    def __len__(self) -> int:
+        return self.ntotal
+
+    def __repr__(self) -> str:
+        return (f"FaissIndex(kind={self.kind!r}, dim={self.dim}, ntotal={self.ntotal}, "
+                f"metric={self.metric!r}, on_gpu={self.on_gpu})")
+
+    def search(self, queries: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Return (scores, ids), both (n_queries, k), best first.
+
+        Slots with no result (k larger than the index, or an approximate index
+        that found fewer than k vectors) hold id -1 and score -inf.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ArboError(f"k must be a positive integer; got {k!r}.")
+        matrix = _as_matrix(queries, "queries")
+        if matrix.shape[1] != self.dim:
+            raise ArboError(
+                f"Query vectors have dimension {matrix.shape[1]} but the index has "
+                f"dimension {self.dim}."
+            )
+        scores = np.full((len(matrix), k), -np.inf, dtype=np.float32)
+        ids = np.full((len(matrix), k), -1, dtype=np.int64)
+        width = min(int(k), self.ntotal)
+        if len(matrix) and width:
+            try:
+                found_scores, found_ids = self._index.search(matrix, width)
+            except RuntimeError as err:
+                if not self.on_gpu:
+                    raise
+                # GPU kernels cap k (2048 in current builds).
+                raise ArboError(f"FAISS GPU search with k={width} failed: {err}") from None
+            if self.metric == "l2":
+                found_scores = -found_scores
+            found_scores[found_ids < 0] = -np.inf
+            scores[:, :width] = found_scores
+            ids[:, :width] = found_ids
+        return scores, ids
+
+    # Serialization -------------------------------------------------------------
+
+    def to_disk(self, path: PathLike) -> None:
+        """Write `path/index.faiss` and `path/index.json` atomically."""
+        with atomic_path(path) as tmp:
+            tmp.mkdir()
+            faiss.write_index(self._cpu_index(), str(tmp / INDEX_FILE))
+            srsly.write_json(tmp / META_FILE, self._meta(_file_digest(tmp / INDEX_FILE)))
+
+    @classmethod
+    def from_disk(
+        cls,
+        path: PathLike,
+        expected_fingerprint: Optional[str] = None,
+        expected_dim: Optional[int] = None,
+        *,
+        use_gpu: Optional[bool] = None,
+    ) -> "FaissIndex":
+        path = Path(path)
+        meta_file, index_file = path / META_FILE, path / INDEX_FILE
+        if not meta_file.exists():
+            raise ArboError(f"No FAISS index at '{path}' (missing {META_FILE}).")
+        try:
+            meta = srsly.read_json(meta_file)
+        except ValueError as err:
+            raise ArboError(f"{meta_file}: cannot read index metadata ({err}).") from None
+        _check_meta(meta, str(meta_file), f"index at '{path}'", expected_fingerprint, expected_dim)
+        if not index_file.exists():
+            raise ArboError(f"{index_file}: missing; the index at '{path}' is incomplete.")
+        if _file_digest(index_file) != meta["sha256"]:
+            raise ArboError(f"{index_file}: contents do not match {META_FILE} (corrupt file).")
+        try:
+            index = faiss.read_index(str(index_file))
+        except RuntimeError as err:
+            raise ArboError(f"{index_file}: cannot read FAISS index ({err}).") from None
+        return cls._from_loaded(index, meta, str(index_file), use_gpu)
+
+    def to_bytes(self) -> bytes:
+        blob = faiss.serialize_index(self._cpu_index()).tobytes()
+        return srsly.msgpack_dumps({"meta": self._meta(hashlib.sha256(blob).hexdigest()),
+                                    "index": blob})
+
+    @classmethod
+    def from_bytes(
+        cls,
+        data: bytes,
+        expected_fingerprint: Optional[str] = None,
+        expected_dim: Optional[int] = None,
+        *,
+        use_gpu: Optional[bool] = None,
+    ) -> "FaissIndex":
+        origin = "serialized FAISS index"
+        try:
+            msg = srsly.msgpack_loads(data)
+            meta, blob = msg["meta"], msg["index"]
+        except Exception as err:  # msgpack raises several unrelated types
+            raise ArboError(f"{origin}: cannot read it ({err!r}).") from None
+        _check_meta(meta, origin, origin, expected_fingerprint, expected_dim)
+        if not isinstance(blob, bytes) or hashlib.sha256(blob).hexdigest() != meta["sha256"]:
+            raise ArboError(f"{origin}: index data do not match its metadata (corrupt data).")
+        try:
+            index = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
+        except RuntimeError as err:
+            raise ArboError(f"{origin}: cannot read FAISS index ({err}).") from None
+        return cls._from_loaded(index, meta, origin, use_gpu)
+
+    @classmethod
+    def _from_loaded(
+        cls, index: "faiss.Index", meta: Dict[str, Any], origin: str, use_gpu: Optional[bool]
+    ) -> "FaissIndex":
+        if index.d != meta["dim"] or index.ntotal != meta["count"]:
+            raise ArboError(
+                f"{origin}: holds {index.ntotal} vectors of dimension {index.d} but its "
+                f"metadata says {meta['count']} of dimension {meta['dim']} (corrupt index)."
+            )
+        return cls(index, meta["kind"], metric=meta["metric"], params=meta["params"],
+                   fingerprint=meta["fingerprint"], use_gpu=use_gpu)
+
+    def _cpu_index(self) -> "faiss.Index":
+        # GPU indexes cannot be serialized directly.
+        return faiss.index_gpu_to_cpu(self._index) if self.on_gpu else self._index
+
+    def _meta(self, sha256: str) -> Dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "kind": self.kind,
+            "dim": self.dim,
+            "count": self.ntotal,
+            "metric": self.metric,
+            "params": self.params,
+            "fingerprint": self.fingerprint,
+            "faiss_version": faiss.__version__,
+            "sha256": sha256,
+        }
+
+
+def gpu_available() -> bool:
+    """Whether the installed faiss was built with GPU support and sees a GPU."""
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_resources() -> "faiss.StandardGpuResources":
+    # One per process: each reserves a slice of GPU memory for scratch space.
+    return faiss.StandardGpuResources()
+
+
+def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["faiss.Index", bool]:
+    """Move a CPU index to GPU 0 when asked (or, with use_gpu=None, when possible)."""
+    if use_gpu is None:
+        use_gpu, explicit = gpu_available(), False
+    elif use_gpu and not gpu_available():
+        raise ArboError(
+            "use_gpu=True but faiss sees no GPU: install faiss-gpu (instead of faiss-cpu) "
+            "and check that a CUDA device is visible."
+        )
+    else:
+        explicit = True
+    if not use_gpu:
+        return index, False
+    if kind == "hnsw":
+        if explicit:
+            warnings.warn("FAISS has no GPU version of HNSW; the hnsw index stays on CPU.")
+        return index, False
+    try:
+        return faiss.index_cpu_to_gpu(_gpu_resources(), 0, index), True
+    except RuntimeError as err:  # e.g. a PQ code size the GPU kernels do not support
+        warnings.warn(f"Could not move the {kind} index to the GPU ({err}); it stays on CPU.")
+        return index, False
+
+
+def _ivf_index(
+    kind: str,
+    shape: Tuple[int, int],
+    metric_type: int,
+    nlist: Optional[int],
+    nprobe: int,
+    pq_m: Optional[int],
+    pq_nbits: int,
+    sq_type: str,
+    seed: int,
+) -> Tuple["faiss.Index", Dict[str, Any]]:
+    """An untrained IVF index with a seeded clustering; IVF stores custom ids itself."""
+    n, dim = shape
+    if nlist is None:
+        nlist = max(1, min(round(4 * math.sqrt(n)), n // POINTS_PER_CENTROID))
+    _check_positive("nlist", nlist)
+    if nlist > n:
+        raise ArboError(f"nlist={nlist} inverted lists need at least {nlist} vectors to train; "
+                        f"got {n}. Lower nlist or use kind='flat'.")
+    quantizer = faiss.IndexFlat(dim, metric_type)
+    if kind == "ivfpq":
+        pq_m = _default_pq_m(dim) if pq_m is None else pq_m
+        _check_positive("pq_m", pq_m)
+        if dim % pq_m:
+            raise ArboError(f"pq_m={pq_m} must divide the vector dimension {dim}.")
+        if n < 2 ** pq_nbits:
+            raise ArboError(
+                f"ivfpq with pq_nbits={pq_nbits} needs at least {2 ** pq_nbits} vectors to "
+                f"train its codebooks; got {n}. Use kind='flat' (exact, and fast at this "
+                "size) or lower pq_nbits."
+            )
+        index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, pq_nbits, metric_type)
+        index.pq.cp.seed = seed
+        params = {"nlist": nlist, "pq_m": pq_m, "pq_nbits": pq_nbits}
+    else:
+        if sq_type not in SQ_TYPES:
+            raise ArboError(f"Unknown sq_type '{sq_type}'; choose one of {', '.join(SQ_TYPES)}.")
+        index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, SQ_TYPES[sq_type],
+                                              metric_type)
+        params = {"nlist": nlist, "sq_type": sq_type}
+    index.cp.seed = seed
+    index.nprobe = min(nprobe, nlist)
+    return index, {**params, "nprobe": index.nprobe, "seed": seed}
+
+
+def _default_pq_m(dim: int) -> int:
+    """The largest divisor of dim up to dim / 8 (8-dimensional sub-vectors)."""
+    return max(m for m in range(1, max(1, dim // 8) + 1) if dim % m == 0)
+
+
+def _metric_type(metric: str) -> int:
+    if metric not in METRICS:
+        raise ArboError(f"Unknown metric '{metric}'; choose one of {', '.join(METRICS)}.")
+    return METRICS[metric]
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ArboError(f"{name} must be a positive integer; got {value!r}.")
+
+
+def _as_matrix(array: Any, name: str) -> np.ndarray:
+    """A C-contiguous float32 (rows, dim) copy or view of `array`, checked for sanity."""
+    try:
+        matrix = np.asarray(array)
+    except (ValueError, TypeError) as err:
+        raise ArboError(f"{name} must be a 2-D numeric matrix ({err}).") from None
+    if matrix.dtype.kind not in "fiu":
+        raise ArboError(f"{name} must be numeric; got dtype {matrix.dtype}.")
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        raise ArboError(f"{name} must be a 2-D matrix (rows, dim) with dim > 0; "
+                        f"got shape {matrix.shape}.")
+    with np.errstate(over="ignore"):  # overflow becomes inf, reported below
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        raise ArboError(f"{name} row {int(np.argmin(finite))} has a NaN or infinite value "
+                        "(or one too large for float32).")
+    return matrix
+
+
+def _as_ids(ids: Optional[np.ndarray], n: int) -> np.ndarray:
+    if ids is None:
+        return np.arange(n, dtype=np.int64)
+    array = np.asarray(ids)
+    if array.dtype.kind not in "iu" or array.ndim != 1:
+        raise ArboError(f"ids must be a 1-D integer array; got dtype {array.dtype}, "
+                        f"shape {array.shape}.")
+    if len(array) != n:
+        raise ArboError(f"Got {len(array)} ids for {n} vectors.")
+    if len(array) and array.min() < 0:
+        raise ArboError(f"ids must be non-negative (-1 marks a missing result); "
+                        f"got {int(array.min())}.")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _check_meta(
+    meta: Any,
+    origin: str,
+    where: str,
+    expected_fingerprint: Optional[str],
+    expected_dim: Optional[int],
+) -> None:
+    """Check metadata fields, then that the index fits the pipeline's encoder."""
+    fields = {"format_version": int, "kind": str, "dim": int, "count": int, "metric": str,
+              "params": dict, "fingerprint": str, "sha256": str}
+    if not isinstance(meta, dict):
+        raise ArboError(f"{origin}: index metadata is not a mapping (corrupt metadata).")
+    for field, type_ in fields.items():
+        if not isinstance(meta.get(field), type_):
+            raise ArboError(f"{origin}: index metadata lacks a valid '{field}' "
+                            "(corrupt metadata).")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise ArboError(f"{origin}: index format version {meta['format_version']} is not "
+                        f"supported (expected {FORMAT_VERSION}); rebuild the index.")
+    if meta["kind"] not in KINDS or meta["metric"] not in METRICS:
+        raise ArboError(f"{origin}: unknown index kind '{meta['kind']}' or metric "
+                        f"'{meta['metric']}' (corrupt metadata).")
+    if expected_fingerprint is not None and meta["fingerprint"] != expected_fingerprint:
+        raise ArboError(
+            f"The {where} was built by encoder {meta['fingerprint']!r} but the pipeline's "
+            f"encoder is {expected_fingerprint!r}; rebuild the index."
+        )
+    if expected_dim is not None and meta["dim"] != expected_dim:
+        raise ArboError(
+            f"The {where} holds {meta['dim']}-dimensional vectors but the pipeline's "
+            f"encoder makes {expected_dim}-dimensional ones; rebuild the index."
+        )
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

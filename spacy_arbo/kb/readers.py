@@ -1,0 +1,166 @@
+"""Readers that turn KB source files into an `EntityStore`.
+
+Formats: scispacy's JSONL (`concept_id, canonical_name, aliases, types, definition`),
+CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header) and MEDIC
+(`IDs||name|synonym|...`, the release NCBI Disease was annotated against).
+"""
+import io
+import json
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Tuple
+
+from ..util import ArboError, PathLike, atomic_path, read_lines
+from .entities import Entity, normalize_id
+from .store import EntityStore
+
+KB_FORMATS = ("jsonl", "ctd", "medic")
+CTD_COLUMNS = 9
+
+
+def _split(field: str, sep: str = "|") -> Tuple[str, ...]:
+    return tuple(part.strip() for part in field.split(sep) if part.strip())
+
+
+def _dedupe_aliases(name: str, aliases: Tuple[str, ...]) -> Tuple[str, ...]:
+    seen = {name.lower()}
+    kept = []
+    for alias in aliases:
+        if alias.lower() not in seen:
+            seen.add(alias.lower())
+            kept.append(alias)
+    return tuple(kept)
+
+
+def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
+    path = Path(path)
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ArboError(f"{path}:{number}: invalid JSON ({err.msg}).") from None
+        if not isinstance(record, dict):
+            raise ArboError(f"{path}:{number}: expected a JSON object.")
+        for key in ("concept_id", "canonical_name"):
+            if not isinstance(record.get(key), str) or not record[key].strip():
+                raise ArboError(f"{path}:{number}: missing or empty field '{key}'.")
+        for key in ("aliases", "types", "alt_ids"):
+            value = record.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ArboError(f"{path}:{number}: field '{key}' must be a list of strings.")
+        definition = record.get("definition") or ""
+        if not isinstance(definition, str):
+            raise ArboError(f"{path}:{number}: field 'definition' must be a string.")
+        name = record["canonical_name"].strip()
+        yield number, Entity(
+            id=record["concept_id"].strip(),
+            name=name,
+            aliases=_dedupe_aliases(name, _split("|".join(record.get("aliases", [])))),
+            definition=definition.strip(),
+            types=tuple(record.get("types", [])),
+            alt_ids=tuple(record.get("alt_ids", [])),
+        )
+
+
+def read_ctd(path: PathLike) -> Iterator[Tuple[int, Entity]]:
+    path = Path(path)
+    for number, line in read_lines(path):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != CTD_COLUMNS:
+            raise ArboError(
+                f"{path}:{number}: expected {CTD_COLUMNS} tab-separated CTD columns, "
+                f"found {len(fields)}."
+            )
+        name, disease_id, alt_ids, definition, _parents, tree, _ptree, synonyms, slims = fields
+        if not name.strip() or not disease_id.strip():
+            raise ArboError(f"{path}:{number}: empty DiseaseName or DiseaseID.")
+        yield number, Entity(
+            id=normalize_id(disease_id),
+            name=name.strip(),
+            aliases=_dedupe_aliases(name.strip(), _split(synonyms)),
+            definition=definition.strip(),
+            types=_split(slims),
+            alt_ids=tuple(normalize_id(a) for a in _split(alt_ids)),
+        )
+
+
+def read_medic(path: PathLike) -> Iterator[Tuple[int, Entity]]:
+    """MEDIC lines: `MESHID|OMIM|...||name|synonym|...`; bare OMIM numbers get `OMIM:`."""
+    path = Path(path)
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        if "||" not in line:
+            raise ArboError(f"{path}:{number}: expected 'IDs||name|synonym...'.")
+        id_field, names_field = line.split("||", 1)
+        ids = [i if not i.isdigit() else f"OMIM:{i}" for i in _split(id_field)]
+        names = _split(names_field)
+        if not ids or not names:
+            raise ArboError(f"{path}:{number}: empty id or name.")
+        yield number, Entity(
+            id=normalize_id(ids[0]),
+            name=names[0],
+            aliases=_dedupe_aliases(names[0], names[1:]),
+            alt_ids=tuple(normalize_id(i) for i in ids[1:]),
+        )
+
+
+READERS: Dict[str, Callable[[PathLike], Iterator[Tuple[int, Entity]]]] = {
+    "jsonl": read_jsonl,
+    "ctd": read_ctd,
+    "medic": read_medic,
+}
+
+
+def guess_format(path: PathLike) -> str:
+    name = Path(path).name.lower().removesuffix(".gz")
+    if name.endswith((".jsonl", ".json")):
+        return "jsonl"
+    if name.endswith(".tsv"):
+        return "ctd"
+    if "medic" in name:
+        return "medic"
+    raise ArboError(f"{path}: cannot tell the KB format from the name; pass one of {KB_FORMATS}.")
+
+
+def read_kb(path: PathLike, fmt: str = "auto") -> EntityStore:
+    """Read a KB source file; a duplicate id is an error naming both lines."""
+    path = Path(path)
+    if not path.exists():
+        raise ArboError(f"KB source '{path}' does not exist.")
+    fmt = guess_format(path) if fmt == "auto" else fmt
+    if fmt not in READERS:
+        raise ArboError(f"Unknown KB format '{fmt}'; expected one of {KB_FORMATS}.")
+    store = EntityStore(source=str(path))
+    first_line: Dict[str, int] = {}
+    for number, entity in READERS[fmt](path):
+        if entity.id in first_line:
+            raise ArboError(
+                f"{path}:{number}: duplicate id '{entity.id}' "
+                f"(first defined on line {first_line[entity.id]})."
+            )
+        first_line[entity.id] = number
+        store.add(entity)
+    if not len(store):
+        raise ArboError(f"{path}: no entities found.")
+    return store
+
+
+def write_jsonl(store: EntityStore, path: PathLike) -> None:
+    """Write a store as scispacy-style JSONL, so any KB can be exported for other tools."""
+    with atomic_path(path) as tmp:
+        with io.open(tmp, "w", encoding="utf8") as handle:
+            for e in store:
+                record: Dict[str, object] = {
+                    "concept_id": e.id,
+                    "canonical_name": e.name,
+                    "aliases": list(e.aliases),
+                    "types": list(e.types),
+                    "definition": e.definition,
+                }
+                if e.alt_ids:
+                    record["alt_ids"] = list(e.alt_ids)
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")

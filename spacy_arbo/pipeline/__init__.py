@@ -1,0 +1,1 @@
+"""spaCy components: `arbo_linker` (retrieval and linking)."""

@@ -1,0 +1,135 @@
+"""Linking metrics: recall@k over ranked candidates, link P/R/F, NIL detection, ARI.
+
+A composite gold id (`D001|D002`) is right when the prediction matches any part, so
+the scorers here compare against id sets rather than spaCy's exact string match.
+"""
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.scorer import PRFScore
+from spacy.training import Example
+from spacy.util import registry
+
+from .kb.entities import NIL
+
+RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class MentionOutcome:
+    """One gold mention that the pipeline also predicted (same character offsets)."""
+
+    label: str
+    gold: Tuple[str, ...]
+    predicted: str
+    candidates: Tuple[str, ...]
+
+    @property
+    def gold_is_nil(self) -> bool:
+        return self.gold == (NIL,)
+
+    @property
+    def correct(self) -> bool:
+        return self.predicted in self.gold
+
+    def rank(self) -> Optional[int]:
+        """1-based rank of the first candidate matching the gold, or None."""
+        for position, kb_id in enumerate(self.candidates, start=1):
+            if kb_id in self.gold:
+                return position
+        return None
+
+
+def gold_ids(kb_id: str) -> Tuple[str, ...]:
+    parts = tuple(p for p in kb_id.split("|") if p)
+    return parts or (NIL,)
+
+
+def mention_outcomes(examples: Iterable[Example], candidates_attr: str = "kb_candidates") -> List[MentionOutcome]:
+    """Pair gold and predicted entities by character offsets, as spaCy's link scorer does,
+    so linking is scored apart from entity recognition."""
+    outcomes = []
+    for eg in examples:
+        gold_by_offset = {(e.start_char, e.end_char): e for e in eg.reference.ents}
+        for pred in eg.predicted.ents:
+            gold = gold_by_offset.get((pred.start_char, pred.end_char))
+            if gold is None or not gold.kb_id_:
+                continue
+            candidates = getattr(pred._, candidates_attr, None) if pred.has_extension(candidates_attr) else None
+            outcomes.append(MentionOutcome(
+                label=gold.label_,
+                gold=gold_ids(gold.kb_id_),
+                predicted=pred.kb_id_ or NIL,
+                candidates=tuple(kb_id for kb_id, _ in candidates or ()),
+            ))
+    return outcomes
+
+
+def link_prf(outcomes: Sequence[MentionOutcome]) -> Dict[str, Any]:
+    """spaCy's `Scorer.score_links` semantics, with composite gold ids."""
+    per_type: Dict[str, PRFScore] = {}
+    for o in outcomes:
+        prf = per_type.setdefault(o.label, PRFScore())
+        pred_nil = o.predicted == NIL
+        if o.gold_is_nil and pred_nil:
+            continue
+        if o.correct:
+            prf.tp += 1
+        elif o.gold_is_nil:
+            prf.fp += 1
+        elif pred_nil:
+            prf.fn += 1
+        else:
+            prf.fp += 1
+            prf.fn += 1
+    micro = PRFScore()
+    for prf in per_type.values():
+        micro.tp, micro.fp, micro.fn = micro.tp + prf.tp, micro.fp + prf.fp, micro.fn + prf.fn
+    return {
+        "nel_score": micro.fscore,
+        "nel_score_desc": "micro F",
+        "nel_micro_p": micro.precision,
+        "nel_micro_r": micro.recall,
+        "nel_micro_f": micro.fscore,
+        "nel_f_per_type": {k: v.to_dict() for k, v in per_type.items()},
+    }
+
+
+def recall_at_k(outcomes: Sequence[MentionOutcome], ks: Sequence[int] = RECALL_KS) -> Dict[int, Optional[float]]:
+    """Share of non-NIL gold mentions whose entity is among the first k candidates."""
+    ranks = [o.rank() for o in outcomes if not o.gold_is_nil]
+    if not ranks:
+        return {k: None for k in ks}
+    return {k: sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for k in ks}
+
+
+def accuracy(outcomes: Sequence[MentionOutcome]) -> Optional[float]:
+    return sum(o.correct for o in outcomes) / len(outcomes) if outcomes else None
+
+
+def nil_prf(outcomes: Sequence[MentionOutcome]) -> Dict[str, Optional[float]]:
+    """How well NIL predictions find the mentions whose gold is NIL."""
+    if not any(o.gold_is_nil for o in outcomes):
+        return {"nil_p": None, "nil_r": None, "nil_f": None}
+    prf = PRFScore()
+    for o in outcomes:
+        pred_nil = o.predicted == NIL
+        prf.tp += pred_nil and o.gold_is_nil
+        prf.fp += pred_nil and not o.gold_is_nil
+        prf.fn += (not pred_nil) and o.gold_is_nil
+    return {"nil_p": prf.precision, "nil_r": prf.recall, "nil_f": prf.fscore}
+
+
+@registry.scorers("spacy_arbo.arbo_linker_scorer.v1")
+def make_arbo_linker_scorer(nel_scores: bool = True, ks: Sequence[int] = RECALL_KS) -> Callable[..., Dict[str, Any]]:
+    """`arbo_recall@k` always; `nel_micro_p/r/f` only when this component makes the
+    final decision (set `nel_scores = false` when a reranker follows)."""
+
+    def score(examples: Iterable[Example], **_kwargs) -> Dict[str, Any]:
+        outcomes = mention_outcomes(examples)
+        scores: Dict[str, Any] = {f"arbo_recall@{k}": v for k, v in recall_at_k(outcomes, ks).items()}
+        if nel_scores:
+            scores.update(link_prf(outcomes))
+        return scores
+
+    return score

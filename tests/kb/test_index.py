@@ -1,0 +1,301 @@
+import numpy as np
+import pytest
+
+from spacy_arbo.kb import index as index_module
+from spacy_arbo.kb.index import KINDS, FaissIndex, gpu_available
+from spacy_arbo.util import ArboError
+
+DIM = 16
+
+
+def unit_rows(matrix):
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def random_vectors(n, dim=DIM, seed=0):
+    return unit_rows(np.random.default_rng(seed).normal(size=(n, dim)))
+
+
+def clustered_vectors(n, dim=DIM, centres=20, seed=0):
+    rng = np.random.default_rng(seed)
+    middle = unit_rows(rng.normal(size=(centres, dim)))
+    return unit_rows(middle[rng.integers(centres, size=n)] + 0.15 * rng.normal(size=(n, dim)))
+
+
+def brute_force(vectors, queries, k):
+    scores = queries.astype(np.float64) @ vectors.astype(np.float64).T
+    top = np.argsort(-scores, axis=1)[:, :k]
+    return np.take_along_axis(scores, top, axis=1), top
+
+
+@pytest.fixture(scope="module")
+def small_indexes():
+    """One index of each kind over the same 2000 vectors."""
+    vectors = clustered_vectors(2000)
+    return vectors, {kind: FaissIndex.build(vectors, kind, fingerprint="enc1") for kind in KINDS}
+
+
+def test_flat_equals_brute_force():
+    vectors, queries = random_vectors(500), random_vectors(20, seed=1)
+    index = FaissIndex.build(vectors)
+    scores, ids = index.search(queries, 10)
+    want_scores, want_ids = brute_force(vectors, queries, 10)
+    assert scores.dtype == np.float32 and ids.dtype == np.int64
+    assert np.array_equal(ids, want_ids)
+    assert np.allclose(scores, want_scores, atol=1e-5)
+    assert (index.kind, index.dim, len(index), index.ntotal) == ("flat", DIM, 500, 500)
+
+
+def test_l2_scores_are_negated_squared_distances():
+    vectors, queries = random_vectors(50), random_vectors(3, seed=1)
+    scores, ids = FaissIndex.build(vectors, metric="l2").search(queries, 5)
+    distances = ((queries[:, None, :] - vectors[None]) ** 2).sum(-1)
+    assert np.array_equal(ids, np.argsort(distances, axis=1)[:, :5])
+    assert np.allclose(scores, -np.sort(distances, axis=1)[:, :5], atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_custom_ids(kind):
+    vectors = clustered_vectors(1000)
+    ids = np.arange(1000, dtype=np.int64) * 7 + 3
+    index = FaissIndex.build(vectors, kind, ids=ids)
+    _, found = index.search(vectors[:5], 10)
+    assert np.isin(found, ids).all()
+    # Product quantization is lossy: a vector finds itself among its neighbours, not always first.
+    assert all(own in row for own, row in zip([3, 10, 17, 24, 31], found))
+
+
+def test_shared_ids_for_synonym_rows():
+    vectors = random_vectors(6)
+    _, found = FaissIndex.build(vectors, ids=np.array([0, 0, 1, 1, 2, 2])).search(vectors[:1], 6)
+    assert sorted(found[0]) == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_k_larger_than_index_is_padded(kind):
+    vectors = random_vectors(3)
+    scores, ids = FaissIndex.build(vectors, kind).search(vectors[:2], 5)
+    assert ids.shape == scores.shape == (2, 5)
+    assert (ids[:, 3:] == -1).all() and np.isneginf(scores[:, 3:]).all()
+    assert sorted(ids[0, :3]) == [0, 1, 2] and np.isfinite(scores[:, :3]).all()
+
+
+def test_empty_query_matrix(small_indexes):
+    scores, ids = small_indexes[1]["flat"].search(np.zeros((0, DIM)), 4)
+    assert scores.shape == ids.shape == (0, 4)
+
+
+def test_hnsw_recall_against_flat(small_indexes):
+    vectors, indexes = small_indexes
+    queries = clustered_vectors(100, seed=1)
+    _, exact = indexes["flat"].search(queries, 10)
+    _, approx = indexes["hnsw"].search(queries, 10)
+    recall = np.mean([len(set(a) & set(e)) / 10 for a, e in zip(approx, exact)])
+    assert recall >= 0.95
+
+
+@pytest.mark.parametrize("kind", ["ivfpq", "ivfsq"])
+def test_ivf_returns_valid_ids(small_indexes, kind):
+    vectors, indexes = small_indexes
+    scores, ids = indexes[kind].search(vectors[:50], 10)
+    assert ((ids >= 0) & (ids < len(vectors))).all()
+    assert np.isfinite(scores).all() and (np.diff(scores, axis=1) <= 1e-6).all()
+    assert all(own in row for own, row in zip(range(50), ids))
+
+
+@pytest.mark.parametrize("kind", ["ivfpq", "ivfsq"])
+def test_ivf_build_is_deterministic(small_indexes, kind):
+    vectors, indexes = small_indexes
+    again = FaissIndex.build(vectors, kind, fingerprint="enc1")
+    assert again.to_bytes() == indexes[kind].to_bytes()
+
+
+def test_ivf_params_are_recorded(small_indexes):
+    params = small_indexes[1]["ivfpq"].params
+    assert params == {"nlist": 2000 // 39, "pq_m": 2, "pq_nbits": 8, "nprobe": 16, "seed": 0}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_disk_and_bytes_round_trip(small_indexes, tmp_path, kind):
+    vectors, indexes = small_indexes
+    index = indexes[kind]
+    index.to_disk(tmp_path / "index")
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["index.faiss", "index.json"]
+    queries = clustered_vectors(30, seed=2)
+    want = index.search(queries, 7)
+    for loaded in (FaissIndex.from_disk(tmp_path / "index", "enc1", DIM),
+                   FaissIndex.from_bytes(index.to_bytes(), "enc1", DIM)):
+        got = loaded.search(queries, 7)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        assert (loaded.kind, loaded.params, loaded.fingerprint) == (kind, index.params, "enc1")
+    assert list(tmp_path.iterdir()) == [tmp_path / "index"]
+
+
+def test_to_disk_overwrites(small_indexes, tmp_path):
+    small_indexes[1]["flat"].to_disk(tmp_path / "index")
+    FaissIndex.build(random_vectors(4)).to_disk(tmp_path / "index")
+    assert len(FaissIndex.from_disk(tmp_path / "index")) == 4
+
+
+@pytest.mark.parametrize("load", ["disk", "bytes"])
+def test_metadata_mismatch(small_indexes, tmp_path, load):
+    index = small_indexes[1]["flat"]
+    index.to_disk(tmp_path / "index")
+
+    def reload(**expected):
+        if load == "disk":
+            return FaissIndex.from_disk(tmp_path / "index", **expected)
+        return FaissIndex.from_bytes(index.to_bytes(), **expected)
+
+    with pytest.raises(ArboError, match=r"encoder 'enc1' but the pipeline's encoder is 'enc2'"):
+        reload(expected_fingerprint="enc2")
+    with pytest.raises(ArboError, match=r"holds 16-dimensional .* makes 384-dimensional"):
+        reload(expected_dim=384)
+
+
+def test_corrupt_index_file(small_indexes, tmp_path):
+    small_indexes[1]["flat"].to_disk(tmp_path / "index")
+    index_file = tmp_path / "index" / "index.faiss"
+    index_file.write_bytes(index_file.read_bytes()[:100])
+    with pytest.raises(ArboError, match="index.faiss"):
+        FaissIndex.from_disk(tmp_path / "index")
+    index_file.unlink()
+    with pytest.raises(ArboError, match="index.faiss: missing"):
+        FaissIndex.from_disk(tmp_path / "index")
+
+
+def test_unreadable_faiss_data_with_matching_checksum(small_indexes):
+    index = small_indexes[1]["flat"]
+    data = index_module.srsly.msgpack_loads(index.to_bytes())
+    data["index"] = b"not a faiss index"
+    data["meta"]["sha256"] = index_module.hashlib.sha256(data["index"]).hexdigest()
+    with pytest.raises(ArboError, match="cannot read FAISS index"):
+        FaissIndex.from_bytes(index_module.srsly.msgpack_dumps(data))
+
+
+def test_corrupt_or_missing_metadata(small_indexes, tmp_path):
+    with pytest.raises(ArboError, match="missing index.json"):
+        FaissIndex.from_disk(tmp_path / "nothing")
+    small_indexes[1]["flat"].to_disk(tmp_path / "index")
+    (tmp_path / "index" / "index.json").write_text("{not json")
+    with pytest.raises(ArboError, match="index.json"):
+        FaissIndex.from_disk(tmp_path / "index")
+    (tmp_path / "index" / "index.json").write_text('{"kind": "flat"}')
+    with pytest.raises(ArboError, match="index.json: index metadata lacks"):
+        FaissIndex.from_disk(tmp_path / "index")
+    with pytest.raises(ArboError, match="serialized FAISS index"):
+        FaissIndex.from_bytes(b"\x00garbage")
+
+
+def test_failed_write_leaves_nothing(small_indexes, tmp_path, monkeypatch):
+    def broken_write(*_args):
+        raise RuntimeError("disk full")
+
+    index = small_indexes[1]["flat"]
+    monkeypatch.setattr(index_module.faiss, "write_index", broken_write)
+    with pytest.raises(RuntimeError, match="disk full"):
+        index.to_disk(tmp_path / "index")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "vectors,message",
+    [
+        (np.ones(DIM), r"2-D matrix .* shape \(16,\)"),
+        (np.full((3, DIM), np.nan), "row 0 has a NaN"),
+        (np.vstack([np.ones((2, DIM)), np.full((1, DIM), np.inf)]), "row 2 has a NaN or infinite"),
+        (np.full((2, DIM), 1e300), "row 0 .* too large for float32"),
+        (np.zeros((0, DIM)), "empty vector matrix"),
+        (np.zeros((3, 0)), r"dim > 0"),
+        (np.array([["a", "b"]]), "must be numeric"),
+        ([[1.0, 2.0], [3.0]], "2-D numeric matrix"),
+    ],
+)
+def test_bad_vectors(vectors, message):
+    with pytest.raises(ArboError, match=message):
+        FaissIndex.build(vectors)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"kind": "annoy"}, "Unknown index kind 'annoy'"),
+        ({"metric": "cosine"}, "Unknown metric 'cosine'"),
+        ({"ids": np.arange(5)}, "Got 5 ids for 300 vectors"),
+        ({"ids": np.arange(300) - 1}, "non-negative"),
+        ({"ids": np.arange(300.0)}, "1-D integer array"),
+        ({"kind": "hnsw", "hnsw_m": 0}, "hnsw_m must be a positive integer"),
+        ({"kind": "ivfsq", "nlist": 301}, "nlist=301 .* got 300"),
+        ({"kind": "ivfsq", "sq_type": "2bit"}, "Unknown sq_type"),
+        ({"kind": "ivfpq", "pq_m": 5}, "pq_m=5 must divide .* 16"),
+        ({"kind": "ivfpq", "pq_nbits": 9}, "at least 512 vectors .* got 300"),
+    ],
+)
+def test_bad_build_options(kwargs, message):
+    with pytest.raises(ArboError, match=message):
+        FaissIndex.build(random_vectors(300), **kwargs)
+
+
+def test_bad_queries(small_indexes):
+    index = small_indexes[1]["flat"]
+    with pytest.raises(ArboError, match="dimension 8 but the index has dimension 16"):
+        index.search(np.ones((2, 8)), 3)
+    with pytest.raises(ArboError, match="k must be a positive integer; got 0"):
+        index.search(np.ones((2, DIM)), 0)
+    with pytest.raises(ArboError, match="row 1 has a NaN"):
+        index.search(np.vstack([np.ones(DIM), np.full(DIM, np.nan)]), 3)
+    with pytest.raises(ArboError, match="2-D matrix"):
+        index.search(np.ones(DIM), 3)
+
+
+def test_ivfsq_trains_on_tiny_data():
+    vectors = random_vectors(10)
+    index = FaissIndex.build(vectors, "ivfsq")
+    assert index.params["nlist"] == 1
+    assert index.search(vectors[:1], 1)[1][0, 0] == 0
+
+
+def test_auto_mode_stays_on_cpu_without_gpu():
+    assert not gpu_available()
+    assert not FaissIndex.build(random_vectors(5)).on_gpu
+    with pytest.raises(ArboError, match="use_gpu=True but faiss sees no GPU"):
+        FaissIndex.build(random_vectors(5), use_gpu=True)
+
+
+class FakeGpu:
+    """Stands in for faiss's GPU functions: records moves, keeps indexes on CPU."""
+
+    def __init__(self, monkeypatch):
+        self.moves = []
+        monkeypatch.setattr(index_module, "gpu_available", lambda: True)
+        monkeypatch.setattr(index_module, "_gpu_resources", lambda: "resources")
+        monkeypatch.setattr(index_module.faiss, "index_cpu_to_gpu", self.to_gpu, raising=False)
+        monkeypatch.setattr(index_module.faiss, "index_gpu_to_cpu", self.to_cpu, raising=False)
+
+    def to_gpu(self, resources, device, index):
+        self.moves.append(("gpu", resources, device))
+        return index_module.faiss.clone_index(index)
+
+    def to_cpu(self, index):
+        self.moves.append(("cpu",))
+        return index_module.faiss.clone_index(index)
+
+
+def test_gpu_path_copies_to_cpu_before_writing(monkeypatch, tmp_path):
+    gpu = FakeGpu(monkeypatch)
+    vectors = random_vectors(40)
+    index = FaissIndex.build(vectors)
+    assert index.on_gpu and gpu.moves == [("gpu", "resources", 0)]
+    index.to_disk(tmp_path / "index")
+    index.to_bytes()
+    assert gpu.moves[1:] == [("cpu",), ("cpu",)]
+    assert not FaissIndex.from_disk(tmp_path / "index", use_gpu=False).on_gpu
+    assert FaissIndex.from_disk(tmp_path / "index").search(vectors[:1], 1)[1][0, 0] == 0
+
+
+def test_hnsw_stays_on_cpu_with_gpu(monkeypatch):
+    gpu = FakeGpu(monkeypatch)
+    assert not FaissIndex.build(random_vectors(40), "hnsw").on_gpu
+    with pytest.warns(UserWarning, match="no GPU version of HNSW"):
+        assert not FaissIndex.build(random_vectors(40), "hnsw", use_gpu=True).on_gpu
+    assert gpu.moves == []

@@ -1,0 +1,125 @@
+import gzip
+import json
+
+import pytest
+
+from spacy_arbo.kb.entities import normalize_id
+from spacy_arbo.kb.readers import read_kb, write_jsonl
+from spacy_arbo.util import ArboError
+
+CTD_HEADER = "# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\tParentTreeNumbers\tSynonyms\tSlimMappings\n#\n"
+
+
+def ctd_line(name, did, alt="", definition="", synonyms="", slims=""):
+    return "\t".join([name, did, alt, definition, "", "", "", synonyms, slims]) + "\n"
+
+
+@pytest.fixture
+def ctd_file(tmp_path):
+    path = tmp_path / "ctd.tsv.gz"
+    with gzip.open(path, "wt", encoding="utf8") as f:
+        f.write(CTD_HEADER)
+        f.write(ctd_line("Diabetes Mellitus", "MESH:D003920", definition="A metabolic disease.",
+                         synonyms="DM|diabetes mellitus|Diabetes", slims="Metabolic disease"))
+        f.write(ctd_line("Wilson disease", "MESH:D006527", alt="OMIM:277900|DO:DOID:893",
+                         synonyms="Hepatolenticular Degeneration"))
+    return path
+
+
+def test_normalize_id():
+    assert normalize_id("D008107") == "MESH:D008107"
+    assert normalize_id(" mesh:D008107 ") == "MESH:D008107"
+    assert normalize_id("C538288") == "MESH:C538288"
+    assert normalize_id("D000071380") == "MESH:D000071380"
+    assert normalize_id("omim:215600") == "OMIM:215600"
+    # A UMLS CUI (C + 7 digits) is not a MeSH id.
+    assert normalize_id("C0011849") == "C0011849"
+    assert normalize_id("DO:DOID:893") == "DO:DOID:893"
+
+
+def test_read_ctd(ctd_file):
+    store = read_kb(ctd_file, "ctd")
+    assert store.ids == ["MESH:D003920", "MESH:D006527"]
+    dm = store["MESH:D003920"]
+    assert dm.definition == "A metabolic disease."
+    # The synonym equal to the name (case-insensitively) is not repeated as an alias.
+    assert dm.aliases == ("DM", "Diabetes")
+    assert dm.types == ("Metabolic disease",)
+    assert store["MESH:D006527"].alt_ids == ("OMIM:277900", "DO:DOID:893")
+    assert store.resolve("D006527") == "MESH:D006527"
+    assert store.resolve("OMIM:277900") == "MESH:D006527"
+    assert store.resolve("omim:277900") == "MESH:D006527"
+    assert store.resolve("D000000") is None
+    assert store.stats() == {"entities": 2, "aliases": 3, "with_definition": 1, "alt_ids": 2}
+
+
+def test_read_ctd_bad_column_count(tmp_path):
+    path = tmp_path / "bad.tsv"
+    path.write_text(CTD_HEADER + ctd_line("A", "MESH:D1") + "only\ttwo\n")
+    with pytest.raises(ArboError, match=r"bad.tsv:5: expected 9 tab-separated CTD columns, found 2"):
+        read_kb(path, "ctd")
+
+
+def test_read_medic(tmp_path):
+    path = tmp_path / "medic.txt"
+    path.write_text("C567755|613097||Tooth Agenesis, Selective, 6|STHAG6\nD003920||Diabetes Mellitus\n")
+    store = read_kb(path, "medic")
+    assert store.ids == ["MESH:C567755", "MESH:D003920"]
+    assert store["MESH:C567755"].aliases == ("STHAG6",)
+    assert store.resolve("OMIM:613097") == "MESH:C567755"
+    path.write_text("D003920 Diabetes\n")
+    with pytest.raises(ArboError, match=r"medic.txt:1: expected 'IDs\|\|name"):
+        read_kb(path, "medic")
+
+
+def test_read_jsonl_and_round_trip(tmp_path, ctd_file):
+    store = read_kb(ctd_file, "ctd")
+    out = tmp_path / "kb.jsonl"
+    write_jsonl(store, out)
+    again = read_kb(out)
+    assert list(again) == list(store)
+
+
+@pytest.mark.parametrize(
+    "lines,message",
+    [
+        (['{"concept_id": "A", "canonical_name": "a"}', '{"concept_id": "A", "canonical_name": "b"}'],
+         r"kb.jsonl:2: duplicate id 'A' \(first defined on line 1\)"),
+        (['{"concept_id": "A", "canonical_name": "a"}', "{not json"], r"kb.jsonl:2: invalid JSON"),
+        (['{"canonical_name": "a"}'], r"kb.jsonl:1: missing or empty field 'concept_id'"),
+        (['{"concept_id": "A", "canonical_name": "a", "aliases": "x"}'],
+         r"kb.jsonl:1: field 'aliases' must be a list of strings"),
+        (["[1, 2]"], r"kb.jsonl:1: expected a JSON object"),
+        ([""], r"kb.jsonl: no entities found"),
+    ],
+)
+def test_read_jsonl_errors(tmp_path, lines, message):
+    path = tmp_path / "kb.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ArboError, match=message):
+        read_kb(path, "jsonl")
+
+
+def test_read_kb_bad_arguments(tmp_path):
+    with pytest.raises(ArboError, match="does not exist"):
+        read_kb(tmp_path / "missing.jsonl")
+    path = tmp_path / "kb.xyz"
+    path.write_text("x")
+    with pytest.raises(ArboError, match="cannot tell the KB format"):
+        read_kb(path)
+    with pytest.raises(ArboError, match="Unknown KB format 'owl'"):
+        read_kb(path, "owl")
+    corrupt = tmp_path / "kb.tsv.gz"
+    corrupt.write_bytes(b"not gzip at all")
+    with pytest.raises(ArboError, match="kb.tsv.gz: cannot read"):
+        read_kb(corrupt)
+
+
+def test_jsonl_record_fields(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    record = {"concept_id": "C1", "canonical_name": "Fever", "aliases": ["pyrexia", "Fever"],
+              "types": ["T184"], "definition": "High temperature."}
+    path.write_text(json.dumps(record) + "\n")
+    entity = read_kb(path)["C1"]
+    assert (entity.name, entity.aliases, entity.types, entity.definition) == (
+        "Fever", ("pyrexia",), ("T184",), "High temperature.")

@@ -1,0 +1,59 @@
+import pytest
+
+from spacy_arbo.kb.entities import Entity
+from spacy_arbo.kb.store import STORE_FILE, EntityStore, create_kb_loader
+from spacy_arbo.util import ArboError
+
+
+def make_store():
+    return EntityStore([
+        Entity("MESH:D1", "Fever", ("Pyrexia", "fever"), "High temperature.", ("T1",)),
+        Entity("MESH:D2", "Cough", alt_ids=("OMIM:42",)),
+    ], source="toy")
+
+
+def test_lookup_and_rows():
+    store = make_store()
+    assert len(store) == 2 and "MESH:D2" in store and "D2" not in store
+    assert store.row("MESH:D2") == 1 and store.entity_at(0).name == "Fever"
+    assert store.resolve("mesh:D2") == "MESH:D2" and store.resolve("OMIM:42") == "MESH:D2"
+    with pytest.raises(KeyError, match="Unknown KB id 'X'"):
+        store["X"]
+
+
+def test_duplicate_and_empty_ids():
+    with pytest.raises(ArboError, match="Duplicate KB id 'MESH:D1'"):
+        EntityStore([Entity("MESH:D1", "a"), Entity("MESH:D1", "b")])
+    with pytest.raises(ArboError, match="empty id"):
+        EntityStore([Entity("", "a")])
+
+
+def test_alias_pairs_dedupe_case_insensitively():
+    assert make_store().alias_pairs() == [("Fever", 0), ("Pyrexia", 0), ("Cough", 1)]
+
+
+def test_disk_and_bytes_round_trip(tmp_path):
+    store = make_store()
+    store.to_disk(tmp_path / "kb")
+    loaded = EntityStore.from_disk(tmp_path / "kb")
+    assert list(loaded) == list(store) and loaded.fingerprint() == store.fingerprint()
+    assert loaded.resolve("OMIM:42") == "MESH:D2"
+    assert list(EntityStore.from_bytes(store.to_bytes())) == list(store)
+    assert list(create_kb_loader(tmp_path / "kb")()) == list(store)
+    # Overwriting an existing store replaces it and leaves no temporary directory.
+    store.subset(lambda e: e.id == "MESH:D1").to_disk(tmp_path / "kb")
+    assert EntityStore.from_disk(tmp_path / "kb").ids == ["MESH:D1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb"]
+
+
+def test_fingerprint_changes_with_content():
+    store = make_store()
+    assert store.fingerprint() != store.subset(lambda e: e.id == "MESH:D1").fingerprint()
+
+
+def test_missing_and_corrupt_store(tmp_path):
+    with pytest.raises(ArboError, match="No entity store at"):
+        EntityStore.from_disk(tmp_path)
+    (tmp_path / STORE_FILE).write_bytes(b"\xc1garbage")
+    with pytest.raises(ArboError, match="cannot read entity store"):
+        EntityStore.from_disk(tmp_path)

@@ -1,0 +1,166 @@
+import numpy as np
+import pytest
+import spacy
+from spacy.training import Example
+
+from spacy_arbo.encoders.templates import entity_inputs
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.util import ArboError
+
+from ..conftest import TOY_TEXTS, make_doc
+
+
+def hashed_model(seed=0):
+    return {
+        "@architectures": "spacy_arbo.DualEncoder.v1",
+        "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 4096,
+                          "embed_dim": 16, "out_dim": 16, "seed": seed},
+    }
+
+
+def make_nlp(kb_dir, seed=0, **cfg):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model(seed), "top_k": 4, **cfg})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
+    }
+    nlp.initialize()
+    return nlp
+
+
+def unlinked(nlp, docs):
+    """The docs' mentions without their ids, as a linker sees them."""
+    from spacy_arbo.evaluation import strip_links
+
+    return [strip_links(d) for d in docs]
+
+
+def links(docs):
+    return [[(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
+
+
+def test_candidates_equal_brute_force_scoring(toy_kb_dir, toy_kb, toy_docs):
+    nlp = make_nlp(toy_kb_dir)
+    linker = nlp.get_pipe("arbo_linker")
+    docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
+    spans = [e for d in docs for e in d.ents]
+    mentions = linker.encode_mentions(linker.mention_inputs(spans))
+    entities = linker.model.ops.to_numpy(linker.model.predict(([], entity_inputs(toy_kb, ["aliases"])))[1])
+    scores = mentions @ entities.T
+    for span, row in zip(spans, scores):
+        order = np.argsort(-row, kind="stable")[:4]
+        assert [kb_id for kb_id, _ in span._.kb_candidates] == [toy_kb.ids[i] for i in order]
+        np.testing.assert_allclose([s for _, s in span._.kb_candidates], row[order], rtol=1e-5, atol=1e-6)
+        assert span.kb_id_ == span._.kb_candidates[0][0]
+        assert span._.kb_ents == span._.kb_candidates
+
+
+@pytest.mark.parametrize("source", ["dense", "tfidf", "hybrid"])
+def test_round_trip_gives_identical_predictions(tmp_path, toy_kb_dir, toy_docs, source):
+    nlp = make_nlp(toy_kb_dir, candidate_source=source)
+    before = links(nlp.pipe(unlinked(nlp, toy_docs)))
+    nlp.to_disk(tmp_path / "pipeline")
+    # The KB directory the pipeline was built from is gone: the pipeline brings its own.
+    import shutil
+
+    shutil.rmtree(toy_kb_dir)
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert links(loaded.pipe(unlinked(loaded, toy_docs))) == before
+    assert all(cands for doc in before for _, _, cands in doc)
+
+
+def test_pipe_equals_call(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir)
+    piped = links(nlp.pipe(unlinked(nlp, toy_docs), batch_size=3))
+    called = links([nlp(d) for d in unlinked(nlp, toy_docs)])
+    # Ids are identical; scores may differ in the last float32 bits with the batch shape.
+    ids = [[(t, k, [c for c, _ in cands]) for t, k, cands in doc] for doc in piped]
+    assert ids == [[(t, k, [c for c, _ in cands]) for t, k, cands in doc] for doc in called]
+    np.testing.assert_allclose([s for d in piped for *_, c in d for _, s in c],
+                               [s for d in called for *_, c in d for _, s in c], atol=1e-6)
+
+
+def test_threshold_makes_nil_but_keeps_candidates(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, threshold=1e9)
+    for doc in nlp.pipe(unlinked(nlp, toy_docs)):
+        for ent in doc.ents:
+            assert ent.kb_id_ == NIL and len(ent._.kb_candidates) == 4
+
+
+def test_labels_discard_and_overwrite(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir, labels_discard=["Chemical"], overwrite=False)
+    doc = make_doc(nlp, "Fever and coughing.", [("Fever", "MY:ID"), ("coughing", "")])
+    doc.ents = [doc.ents[0], spacy.tokens.Span(doc, 2, 3, label="Chemical")]
+    doc = nlp(doc)
+    assert doc.ents[0].kb_id_ == "MY:ID" and doc.ents[0]._.kb_candidates is None
+    assert doc.ents[1].kb_id_ == "" and doc.ents[1]._.kb_candidates is None
+    doc = make_nlp(toy_kb_dir, overwrite=True)(make_doc(nlp, "Fever.", [("Fever", "MY:ID")]))
+    assert doc.ents[0].kb_id_ != "MY:ID" and doc.ents[0]._.kb_candidates
+
+
+def test_tfidf_source_ranks_an_exact_alias_first(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir, candidate_source="tfidf")
+    doc = nlp(make_doc(nlp, "He had pyrexia and colon cancer.", [("pyrexia", ""), ("colon cancer", "")]))
+    assert [e.kb_id_ for e in doc.ents] == ["MESH:D005334", "MESH:D015179"]
+    assert doc.ents[0]._.kb_candidates[0][1] == pytest.approx(1.0)
+
+
+def test_index_aliases_keeps_entities_distinct(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, index_aliases=True, top_k=6)
+    assert len(nlp.get_pipe("arbo_linker").index) == 6 + 11  # names + aliases
+    for doc in nlp.pipe(unlinked(nlp, toy_docs)):
+        for ent in doc.ents:
+            ids = [kb_id for kb_id, _ in ent._.kb_candidates]
+            assert len(ids) == len(set(ids)) == 6
+
+
+def test_bad_and_edge_input(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    empty = nlp("")
+    assert len(empty) == 0 and not empty.ents
+    no_ents = nlp("No entities here.")
+    assert not no_ents.ents
+    text = "fever " * 1700
+    doc = nlp(make_doc(nlp, text, [(text.strip(), "")]))
+    assert len(doc.ents[0].text) > 10_000 and doc.ents[0].kb_id_ == doc.ents[0]._.kb_candidates[0][0]
+
+
+def test_prebuilt_index_from_another_encoder_is_an_error(toy_kb_dir, monkeypatch):
+    nlp = make_nlp(toy_kb_dir, seed=0)
+    nlp.get_pipe("arbo_linker").save_index(toy_kb_dir)
+    with pytest.raises(ArboError, match=r"encoder=\w+ .*encoder=\w+"):
+        make_nlp(toy_kb_dir, seed=1)
+    # The same encoder reuses the stored index instead of encoding the KB again.
+    from spacy_arbo.pipeline.arbo_linker import ArboLinker
+
+    def fail(*_args, **_kwargs):
+        raise AssertionError("the KB was encoded again")
+
+    monkeypatch.setattr(ArboLinker, "refresh_index", fail)
+    reused = make_nlp(toy_kb_dir, seed=0)
+    assert len(reused.get_pipe("arbo_linker").index) == 6
+
+
+def test_missing_kb_and_bad_config(toy_kb_dir):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model()})
+    with pytest.raises(ArboError, match="has no KB"):
+        nlp.initialize()
+    with pytest.raises(ArboError, match="Unknown candidate_source 'bm25'"):
+        spacy.blank("en").add_pipe("arbo_linker", config={"model": hashed_model(), "candidate_source": "bm25"})
+    with pytest.raises(ArboError, match="Unknown entity_fields"):
+        spacy.blank("en").add_pipe("arbo_linker", config={"model": hashed_model(), "entity_fields": ["colour"]})
+
+
+def test_scorer_reports_recall_and_links(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, candidate_source="tfidf")
+    toy_docs = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
+    # No NER in the pipeline: use_gold_ents puts the gold mentions on the predicted docs.
+    examples = [Example(nlp.make_doc(d.text), d) for d in toy_docs]
+    scores = nlp.evaluate(examples)
+    predicted = [e for doc in nlp.pipe(unlinked(nlp, toy_docs)) for e in doc.ents]
+    gold = [e for doc in toy_docs for e in doc.ents]
+    correct = sum(p.kb_id_ == g.kb_id_ for p, g in zip(predicted, gold))
+    assert scores["arbo_recall@1"] == pytest.approx(correct / len(gold))
+    assert scores["nel_micro_r"] == pytest.approx(correct / len(gold))
+    assert scores["arbo_recall@4"] >= scores["arbo_recall@1"]

@@ -1,0 +1,97 @@
+import json
+
+import pytest
+
+from spacy_arbo.cli import main
+
+from .kb.test_readers import CTD_HEADER, ctd_line
+
+HASHED_CONFIG = """
+[paths]
+kb = null
+
+[nlp]
+lang = "en"
+pipeline = ["arbo_linker"]
+
+[components]
+
+[components.arbo_linker]
+factory = "arbo_linker"
+top_k = 4
+
+[components.arbo_linker.model]
+@architectures = "spacy_arbo.DualEncoder.v1"
+
+[components.arbo_linker.model.mention_tower]
+@architectures = "spacy_arbo.HashedNgramTower.v1"
+n_buckets = 4096
+embed_dim = 16
+out_dim = 16
+
+[initialize]
+
+[initialize.components]
+
+[initialize.components.arbo_linker]
+
+[initialize.components.arbo_linker.kb_loader]
+@misc = "spacy_arbo.KBFromDir.v1"
+path = ${paths.kb}
+"""
+
+PUBTATOR = """1|t|Fever in children.
+1|a|Fever and cough were common; pyrexia resolved.
+1\t0\t5\tFever\tDisease\tD005334
+1\t19\t24\tFever\tDisease\tD005334
+1\t29\t34\tcough\tDisease\tD003371
+1\t48\t55\tpyrexia\tDisease\tD999999
+
+"""
+
+
+@pytest.fixture
+def files(tmp_path):
+    ctd = tmp_path / "ctd.tsv"
+    ctd.write_text(CTD_HEADER + ctd_line("Fever", "MESH:D005334", synonyms="pyrexia")
+                   + ctd_line("Cough", "MESH:D003371", definition="Expulsion of air."))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(PUBTATOR)
+    config = tmp_path / "hashed.cfg"
+    config.write_text(HASHED_CONFIG)
+    return tmp_path, ctd, corpus, config
+
+
+def test_build_convert_init_evaluate(files, capsys):
+    tmp, ctd, corpus, config = files
+    assert main(["build-kb", str(ctd), str(tmp / "kb"), "--format", "ctd"]) == 0
+    assert "2 entities, 1 aliases, 1 entities with a definition" in capsys.readouterr().out
+    assert main(["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")]) == 0
+    out = capsys.readouterr().out
+    assert "documents" in out and "NIL mentions (no id or not in KB)" in out
+    assert main(["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)]) == 0
+    assert (tmp / "pipeline" / "arbo_linker" / "index").is_dir()
+    metrics_path = tmp / "metrics.json"
+    assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"),
+                 "--seen-from", str(tmp / "test.spacy"), "--output", str(metrics_path)]) == 0
+    metrics = json.loads(metrics_path.read_text())
+    for key in ["recall@1", "recall@64", "accuracy", "accuracy_seen", "accuracy_unseen",
+                "n_mentions", "mentions_per_second"]:
+        assert key in metrics
+    assert metrics["n_mentions"] == 4 and metrics["n_nil_gold"] == 1
+    assert metrics["n_seen"] == 3 and metrics["n_unseen"] == 0 and metrics["accuracy_unseen"] is None
+    # Recall counts the three linkable mentions; a 2-entity KB always holds the gold in the top 2.
+    assert metrics["recall@2"] == 1.0
+    assert metrics["nil_r"] == 0.0  # no threshold: the NIL mention is linked to something
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["build-kb", "missing.tsv", "out"], "KB source 'missing.tsv' does not exist"),
+    (["convert", "missing.txt", "out.spacy"], "missing.txt"),
+    (["evaluate", "missing_pipeline", "data.spacy"], "missing_pipeline"),
+])
+def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
