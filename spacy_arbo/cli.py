@@ -72,9 +72,21 @@ def evaluate_command(args: argparse.Namespace) -> None:
         print(f"Wrote {args.output}")
 
 
+def fetch_assets_command(args: argparse.Namespace) -> None:
+    from .assets import fetch_assets
+
+    for line in fetch_assets(args.project, args.mirror or None):
+        print(line)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spacy_arbo", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+
+    cmd = commands.add_parser("fetch-assets", help="copy the project's data from a mirror, or download it")
+    cmd.add_argument("project", help="project.yml listing the assets (dest, url, checksum)")
+    cmd.add_argument("--mirror", help="local mirror directory (e.g. $SPACY_ARBO_DATA); empty: download")
+    cmd.set_defaults(func=fetch_assets_command)
 
     cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
     cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")

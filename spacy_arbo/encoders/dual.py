@@ -1,5 +1,6 @@
 """The dual encoder: a mention tower, an entity tower and a similarity (the maths only)."""
 import hashlib
+import io
 import math
 from typing import Callable, Dict, List, Optional, Sequence, TypeVar
 
@@ -43,7 +44,9 @@ class DualEncoder(nn.Module):
                 f"gives {self.entity_tower.dim}-d; they must match."
             )
         self.similarity = similarity
-        self.log_scale = nn.Parameter(torch.tensor(math.log(scale)), requires_grad=learn_scale)
+        self.log_scale = nn.Parameter(torch.tensor([math.log(scale)]), requires_grad=learn_scale)
+        # DEER eq. 5: a_h, b_h map a similarity to the logit of the hard-negative classifier.
+        self.logistic_calibration = nn.Parameter(torch.tensor([scale, -scale / 2]))
 
     @property
     def dim(self) -> int:
@@ -82,9 +85,10 @@ class DualEncoder(nn.Module):
         return digest.hexdigest()[:16]
 
     def to_files(self) -> Dict[str, bytes]:
-        files = {"dual.json": srsly.json_dumps({
-            "similarity": self.similarity, "shared": self.shared,
-            "scale": self.log_scale.exp().item(), "learn_scale": self.log_scale.requires_grad,
+        own = io.BytesIO()
+        torch.save({"log_scale": self.log_scale.data, "logistic_calibration": self.logistic_calibration.data}, own)
+        files = {"dual.pt": own.getvalue(), "dual.json": srsly.json_dumps({
+            "similarity": self.similarity, "shared": self.shared, "learn_scale": self.log_scale.requires_grad,
             "mention_kind": self.mention_tower.kind, "entity_kind": self.entity_tower.kind,
         }).encode("utf8")}
         towers = [("mention", self.mention_tower)] + ([] if self.shared else [("entity", self.entity_tower)])
@@ -104,9 +108,14 @@ class DualEncoder(nn.Module):
 
             mention = tower("mention")
             entity = None if settings["shared"] else tower("entity")
-        except (KeyError, ValueError) as err:
+            own = torch.load(io.BytesIO(files["dual.pt"]), map_location="cpu")
+        except (KeyError, ValueError, RuntimeError) as err:
             raise ArboError(f"Corrupt dual-encoder weights ({err!r}).") from None
-        return cls(mention, entity, settings["similarity"], settings["scale"], settings["learn_scale"])
+        module = cls(mention, entity, settings["similarity"], learn_scale=settings["learn_scale"])
+        with torch.no_grad():
+            module.log_scale.copy_(own["log_scale"])
+            module.logistic_calibration.copy_(own["logistic_calibration"])
+        return module
 
 
 def in_batches(items: Sequence[T], batch_size: int, encode: Callable[[List[T]], torch.Tensor]) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """`arbo_linker`: dense retrieval of KB candidates for every entity mention, and linking."""
 import hashlib
-from itertools import islice
+import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -12,7 +13,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
-from thinc.api import Config, Model
+from thinc.api import Config, Model, Optimizer
 from tqdm import tqdm
 
 from ..encoders.model import get_module
@@ -21,6 +22,8 @@ from ..kb.entities import NIL
 from ..kb.index import FaissIndex
 from ..kb.store import EntityStore
 from ..kb.tfidf import TfidfAliasIndex
+from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
+from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 
@@ -71,6 +74,10 @@ for _attr in ("kb_candidates", "kb_ents"):
         "index_aliases": False,
         "batch_size": 64,
         "use_gpu_index": None,
+        "objective": {"@losses": "spacy_arbo.in_batch.v1"},
+        "refresh_every": 200,
+        "alias_pairs_per_batch": 0,
+        "seed": 0,
         "scorer": {"@scorers": "spacy_arbo.arbo_linker_scorer.v1"},
     },
     default_score_weights={"arbo_recall@1": 0.5, "arbo_recall@64": 0.5, "nel_micro_f": None,
@@ -94,6 +101,10 @@ def make_arbo_linker(
     index_aliases: bool,
     batch_size: int,
     use_gpu_index: Optional[bool],
+    objective: Objective,
+    refresh_every: int,
+    alias_pairs_per_batch: int,
+    seed: int,
     scorer: Optional[Callable],
 ) -> "ArboLinker":
     return ArboLinker(
@@ -101,7 +112,8 @@ def make_arbo_linker(
         labels_discard=labels_discard, overwrite=overwrite, use_gold_ents=use_gold_ents,
         context_chars=context_chars, use_long_form=use_long_form, entity_fields=entity_fields,
         max_aliases=max_aliases, index=index, index_aliases=index_aliases, batch_size=batch_size,
-        use_gpu_index=use_gpu_index, scorer=scorer,
+        use_gpu_index=use_gpu_index, objective=objective, refresh_every=refresh_every,
+        alias_pairs_per_batch=alias_pairs_per_batch, seed=seed, scorer=scorer,
     )
 
 
@@ -132,6 +144,10 @@ class ArboLinker(TrainablePipe):
         index_aliases: bool = False,
         batch_size: int = 64,
         use_gpu_index: Optional[bool] = None,
+        objective: Optional[Objective] = None,
+        refresh_every: int = 200,
+        alias_pairs_per_batch: int = 0,
+        seed: int = 0,
         scorer: Optional[Callable] = None,
     ) -> None:
         if candidate_source not in CANDIDATE_SOURCES:
@@ -139,8 +155,11 @@ class ArboLinker(TrainablePipe):
         unknown = [f for f in entity_fields if f not in ENTITY_FIELDS]
         if unknown:
             raise ArboError(f"Unknown entity_fields {unknown}; expected a subset of {ENTITY_FIELDS}.")
-        if top_k < 1 or batch_size < 1 or context_chars < 0:
-            raise ArboError("top_k and batch_size must be positive and context_chars non-negative.")
+        if top_k < 1 or batch_size < 1 or refresh_every < 1 or context_chars < 0 or alias_pairs_per_batch < 0:
+            raise ArboError(
+                "top_k, batch_size and refresh_every must be positive; context_chars and "
+                "alias_pairs_per_batch non-negative."
+            )
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -149,12 +168,21 @@ class ArboLinker(TrainablePipe):
             "labels_discard": list(labels_discard), "overwrite": overwrite, "context_chars": context_chars,
             "use_long_form": use_long_form, "entity_fields": list(entity_fields), "max_aliases": max_aliases,
             "index": dict(index or {"kind": "flat"}), "index_aliases": index_aliases, "batch_size": batch_size,
-            "use_gpu_index": use_gpu_index,
+            "use_gpu_index": use_gpu_index, "refresh_every": refresh_every,
+            "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed,
         }
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
+        self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
+        self._entity_inputs: Optional[List[EntityInput]] = None
         self.index: Optional[FaissIndex] = None
         self.tfidf: Optional[TfidfAliasIndex] = None
+        self.objective = objective
+        # Training state: the corpus's gold mentions, and whether vectors lag the weights.
+        self.corpus = TrainingMentions()
+        self._updates = 0
+        self._stale = False
+        self._rng = np.random.default_rng(seed)
         self._scorer = scorer
         self.scorer = self._score_with_gold_ents if scorer is not None else None
 
@@ -164,6 +192,8 @@ class ArboLinker(TrainablePipe):
         if not len(kb):
             raise ArboError(f"{self.name}: the KB is empty.")
         self.kb = kb
+        self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
+        self._entity_inputs: Optional[List[EntityInput]] = None
 
     def _require_kb(self) -> EntityStore:
         if self.kb is None:
@@ -194,21 +224,24 @@ class ArboLinker(TrainablePipe):
 
     def refresh_index(self, progress: bool = True) -> None:
         """Re-encode every entity with the current weights and rebuild the index."""
+        started = time.perf_counter()
         inputs, owners = self.entity_texts()
-        batch_size = self.cfg["batch_size"]
-        bar = tqdm(total=len(inputs), desc=f"{self.name}: encoding entities", unit="ent",
-                   disable=not progress, leave=False)
-        chunks = []
-        for start in range(0, len(inputs), batch_size):
-            batch = inputs[start: start + batch_size]
-            chunks.append(self.model.ops.to_numpy(self.model.predict(([], batch))[1]))
-            bar.update(len(batch))
-        bar.close()
+        vectors = self._encode(inputs, lambda batch: self.model.predict(([], batch))[1],
+                               lambda e: len(e.title) + len(e.description), progress, "encoding entities")
         # Index ids are entity rows, so an entity with several vectors appears once per vector.
         self.index = FaissIndex.build(
-            np.concatenate(chunks).astype(np.float32), ids=owners, use_gpu=self.cfg["use_gpu_index"],
+            vectors, ids=owners, use_gpu=self.cfg["use_gpu_index"],
             fingerprint=self.index_fingerprint, **self.cfg["index"],
         )
+        self._stale = False
+        if self._updates:
+            print(f"{self.name}: re-encoded {len(inputs):,} entity texts in "
+                  f"{time.perf_counter() - started:.1f}s after {self._updates} updates", file=sys.stderr)
+
+    def ensure_fresh(self) -> None:
+        """Entity vectors go stale with every optimizer step: re-encode before they are used."""
+        if self._stale and self.cfg["candidate_source"] != "tfidf":
+            self.refresh_index()
 
     def save_index(self, kb_dir: Path) -> None:
         """Store the entity index beside the KB, so pipelines with the same encoder and
@@ -236,9 +269,14 @@ class ArboLinker(TrainablePipe):
         if kb_loader is not None:
             self.set_kb(kb_loader(self.vocab))
         kb = self._require_kb()
-        examples = list(islice(get_examples(), 10)) if get_examples is not None else []
+        examples = list(get_examples()) if get_examples is not None else []
         if examples:
             validate_examples(examples, f"{self.name}.initialize")
+        self.corpus = TrainingMentions.collect(
+            (ent, self.mention_inputs([ent])[0], row)
+            for eg in examples for ent in eg.reference.ents
+            if (row := gold_row(kb, ent.kb_id_)) is not None
+        )
         self.model.initialize()
         kb_dir = getattr(kb, "path", None)
         if self.cfg["candidate_source"] != "tfidf":
@@ -259,16 +297,29 @@ class ArboLinker(TrainablePipe):
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
         return [mention_input(s, self.cfg["context_chars"], self.cfg["use_long_form"]) for s in spans]
 
-    def encode_mentions(self, mentions: Sequence[MentionInput]) -> np.ndarray:
-        if not mentions:
-            return np.zeros((0, get_module(self.model).dim), dtype=np.float32)
-        predict = self.model.predict
+    def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
+        return self._encode(list(mentions), lambda batch: self.model.predict((batch, []))[0],
+                            lambda m: len(m.left) + len(m.mention) + len(m.right), progress, "encoding mentions")
+
+    def _encode(self, items: List, encode: Callable, length: Callable, progress: bool, what: str) -> np.ndarray:
+        """Encode in batches of similar length (little padding), returning rows in input order."""
+        dim = get_module(self.model).dim
+        if not items:
+            return np.zeros((0, dim), dtype=np.float32)
+        order = sorted(range(len(items)), key=lambda i: length(items[i]))
+        vectors = np.zeros((len(items), dim), dtype=np.float32)
         batch_size = self.cfg["batch_size"]
-        chunks = [predict((list(mentions[i: i + batch_size]), []))[0] for i in range(0, len(mentions), batch_size)]
-        return np.concatenate([self.model.ops.to_numpy(c) for c in chunks]).astype(np.float32)
+        with tqdm(total=len(items), desc=f"{self.name}: {what}", unit="text", disable=not progress,
+                  leave=False, mininterval=2.0) as bar:
+            for start in range(0, len(order), batch_size):
+                rows = order[start: start + batch_size]
+                vectors[rows] = self.model.ops.to_numpy(encode([items[i] for i in rows]))
+                bar.update(len(rows))
+        return vectors
 
     def candidates_for(self, mentions: Sequence[MentionInput]) -> List[Candidates]:
         kb = self._require_kb()
+        self.ensure_fresh()
         k, source = self.cfg["top_k"], self.cfg["candidate_source"]
         ranked: List[List[Candidates]] = []
         if source != "tfidf":
@@ -321,6 +372,7 @@ class ArboLinker(TrainablePipe):
         return result
 
     def _score_with_gold_ents(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
+        self.ensure_fresh()
         examples = self._ensure_ents(examples)
         if self.use_gold_ents:
             docs = list(self.pipe(eg.predicted for eg in examples))
@@ -328,10 +380,75 @@ class ArboLinker(TrainablePipe):
                 eg.predicted = doc
         return self._scorer(examples, **kwargs)
 
-    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd=None, losses=None):
-        raise NotImplementedError(
-            f"'{self.name}' cannot be trained yet; keep it frozen (training.frozen_components)."
-        )
+    def training_batch(self, examples: Iterable[Example]) -> TrainingBatch:
+        """Gold (mention, entity) pairs of the examples, plus sampled KB aliases."""
+        kb = self._require_kb()
+        spans, rows = [], []
+        for eg in examples:
+            gold_by_offset = {(e.start_char, e.end_char): e for e in eg.reference.ents}
+            for span in self._spans_to_link(eg.predicted):
+                gold = gold_by_offset.get((span.start_char, span.end_char))
+                row = gold_row(kb, gold.kb_id_) if gold is not None else None
+                if row is not None:
+                    spans.append(span)
+                    rows.append(row)
+        mentions = self.mention_inputs(spans)
+        corpus_ids = [self.corpus.keys.get(mention_key(s), -1) for s in spans]
+        n_aliases = self.cfg["alias_pairs_per_batch"]
+        if n_aliases:
+            pairs = self._alias_pairs()
+            for i in self._rng.choice(len(pairs), size=min(n_aliases, len(pairs)), replace=False):
+                mentions.append(MentionInput("", pairs[i][0], ""))
+                rows.append(pairs[i][1])
+                corpus_ids.append(-1)
+        return TrainingBatch(mentions, np.asarray(rows, dtype=np.int64), np.asarray(corpus_ids, dtype=np.int64))
+
+    def _alias_pairs(self) -> List[Tuple[str, int]]:
+        if self._alias_pair_cache is None:
+            self._alias_pair_cache = self._require_kb().alias_pairs()
+        return self._alias_pair_cache
+
+    def refresh_corpus_vectors(self) -> None:
+        """Re-encode the cached training mentions (ArboEL's graph nodes) with current weights."""
+        if len(self.corpus):
+            self.corpus.vectors = self.encode_mentions(self.corpus.mentions, progress=True)
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        if self.objective is None:
+            raise ArboError(f"'{self.name}' has no training objective configured.")
+        examples = self._ensure_ents(examples)
+        validate_examples(examples, f"{self.name}.update")
+        batch = self.training_batch(examples)
+        if not len(batch):
+            return losses
+        if self._updates % self.cfg["refresh_every"] == 0:
+            # Negatives are mined from the current index and mention cache, re-made every N steps.
+            self.ensure_fresh()
+            if self.objective.uses_corpus_vectors:
+                self.refresh_corpus_vectors()
+        state = TrainingState(get_module(self.model), self.index, self.corpus, self._entity_input_cache(), self._rng)
+        loss = self.objective(state, batch)
+        loss.backward()
+        self._updates += 1
+        self._stale = True
+        if sgd not in (None, False):
+            self.finish_update(sgd)
+        losses[self.name] += float(loss.detach())
+        return losses
+
+    def _entity_input_cache(self) -> List[EntityInput]:
+        if self._entity_inputs is None:
+            self._entity_inputs = entity_inputs(self._require_kb(), self.cfg["entity_fields"], self.cfg["max_aliases"])
+        return self._entity_inputs
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError
@@ -340,6 +457,8 @@ class ArboLinker(TrainablePipe):
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
         path = Path(path)
+        # Saved vectors and index must match the saved weights (model-best stays consistent).
+        self.ensure_fresh()
         path.mkdir(parents=True, exist_ok=True)
         srsly.write_json(path / "cfg", {**self.cfg, "use_gold_ents": self.use_gold_ents})
         self.model.to_disk(path / "model")
@@ -355,7 +474,7 @@ class ArboLinker(TrainablePipe):
         self.use_gold_ents = cfg.pop("use_gold_ents", self.use_gold_ents)
         self.cfg.update(cfg)
         self.model.from_disk(path / "model")
-        self.kb = EntityStore.from_disk(path / "kb")
+        self.set_kb(EntityStore.from_disk(path / "kb"))
         if (path / "index").exists():
             self.index = FaissIndex.from_disk(
                 path / "index", expected_fingerprint=self.index_fingerprint, use_gpu=self.cfg["use_gpu_index"])

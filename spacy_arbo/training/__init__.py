@@ -1,0 +1,1 @@
+"""Training the retriever: objectives' maths, positive selection, negatives and batches."""

@@ -1,0 +1,256 @@
+"""Retriever training objectives, one registered function each (`[components.arbo_linker.objective]`).
+
+Each objective turns a `TrainingBatch` into a scalar torch loss with gradients into the
+dual encoder. They share the same steps (embed the batch, mine negatives from the
+current index or the training-mention cache, gather edge scores) and differ in which
+edges are positives and negatives, and in the loss of the paper they implement.
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+from spacy.util import registry
+
+from ..encoders.dual import DualEncoder
+from ..encoders.templates import EntityInput
+from ..kb.index import FaissIndex
+from ..util import ArboError
+from . import losses
+from .arborescence import VARIANTS, batch_positives, hard_negatives
+from .mentions import TrainingBatch, TrainingMentions
+
+PROXY_NEGATIVES = ("random", "mixed")
+
+
+@dataclass
+class TrainingState:
+    """What an objective may read besides the batch: current weights, index and caches."""
+
+    module: DualEncoder
+    index: Optional[FaissIndex]
+    corpus: TrainingMentions
+    entity_inputs: List[EntityInput]
+    rng: np.random.Generator
+
+    def embed_entities(self, rows: np.ndarray) -> torch.Tensor:
+        return self.module.embed_entities([self.entity_inputs[r] for r in rows])
+
+    def nearest_entities(self, vectors: np.ndarray, k: int) -> np.ndarray:
+        """(n, k) entity rows by decreasing score, distinct per row, -1 padded."""
+        if self.index is None:
+            raise ArboError("This objective mines negatives from the entity index, which is not built.")
+        oversample = 4 if len(self.index) > len(self.entity_inputs) else 1
+        _, rows = self.index.search(vectors, k * oversample)
+        result = np.full((len(rows), k), -1, dtype=np.int64)
+        for i, row in enumerate(rows):
+            distinct = list(dict.fromkeys(int(r) for r in row if r >= 0))[:k]
+            result[i, : len(distinct)] = distinct
+        return result
+
+    def nearest_corpus_mentions(self, vectors: np.ndarray, k: int) -> np.ndarray:
+        """(n, k) training-mention indices by decreasing similarity (cached vectors)."""
+        cached = self.corpus.vectors
+        if cached is None or not len(cached):
+            return np.full((len(vectors), 0), -1, dtype=np.int64)
+        scores = vectors @ cached.T
+        k = min(k, scores.shape[1])
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+        return np.take_along_axis(top, order, axis=1)
+
+
+def _embed_entities(state: TrainingState, batch: TrainingBatch, extra: np.ndarray) -> Tuple[torch.Tensor, np.ndarray]:
+    """Embed the batch's gold entities and the `extra` rows once each (sorted, unique)."""
+    rows = np.unique(np.concatenate([batch.gold_rows, extra[extra >= 0]]))
+    return state.embed_entities(rows), rows
+
+
+def _columns(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of `wanted` entity rows in the sorted unique `rows`; -1 stays -1."""
+    return np.where(wanted >= 0, np.searchsorted(rows, np.where(wanted >= 0, wanted, rows[0])), -1)
+
+
+def _gather(scores: torch.Tensor, columns: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
+    """scores[i, columns[i, j]], and the mask of real (non -1) columns."""
+    mask = torch.as_tensor(columns >= 0, device=scores.device)
+    index = torch.as_tensor(np.where(columns >= 0, columns, 0), dtype=torch.long, device=scores.device)
+    return scores.gather(1, index), mask
+
+
+def _detached(vectors: torch.Tensor) -> np.ndarray:
+    return vectors.detach().cpu().numpy().astype(np.float32)
+
+
+class Objective:
+    """Callable (state, batch) -> loss. `uses_corpus_vectors` asks the component to keep
+    the training-mention cache fresh (refreshed with the index, every N updates)."""
+
+    uses_corpus_vectors = False
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class InBatch(Objective):
+    """DEER eq. 2-3: softmax over the batch's gold entities, logits = scale * similarity
+    (cosine with a learned scale, or BLINK's dot product, as the encoder is configured)."""
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions = state.module.embed_mentions(batch.mentions)
+        entities, rows = _embed_entities(state, batch, np.zeros(0, dtype=np.int64))
+        targets = torch.as_tensor(_columns(rows, batch.gold_rows), device=mentions.device)
+        return losses.in_batch_softmax(state.module.score(mentions, entities), targets)
+
+
+@dataclass
+class HardNegatives(Objective):
+    """DEER 4.3: entities the current index ranks above the gold one (among the top `k`)
+    are negatives of a logistic loss (eq. 4-5); negatives accumulate across mining rounds
+    per training mention, and the loss is mixed with the in-batch softmax at equal weight."""
+
+    k: int = 10
+    max_negatives: int = 16
+    memory: Dict[int, List[int]] = field(default_factory=dict)
+
+    def mine(self, state: TrainingState, batch: TrainingBatch, vectors: np.ndarray) -> np.ndarray:
+        above = hard_negatives(state.nearest_entities(vectors, self.k), batch.gold_rows, self.k, stop_at_gold=True)
+        negatives = np.full((len(batch), self.max_negatives), -1, dtype=np.int64)
+        for i, row in enumerate(above):
+            fresh = [int(r) for r in row if r >= 0]
+            key = int(batch.corpus_ids[i])
+            if key >= 0:
+                known = self.memory.setdefault(key, [])
+                known.extend(r for r in fresh if r not in known)
+                fresh = known
+            fresh = fresh[-self.max_negatives:]
+            negatives[i, : len(fresh)] = fresh
+        return negatives
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions = state.module.embed_mentions(batch.mentions)
+        negatives = self.mine(state, batch, _detached(mentions))
+        entities, rows = _embed_entities(state, batch, negatives.ravel())
+        similarity = mentions @ entities.T
+        gold_columns = _columns(rows, batch.gold_rows)
+        # The softmax sees only the batch's gold entities, as in the original task.
+        in_batch = np.unique(gold_columns)
+        softmax = losses.in_batch_softmax(
+            state.module.scale * similarity[:, torch.as_tensor(in_batch)],
+            torch.as_tensor(np.searchsorted(in_batch, gold_columns)),
+        )
+        positive = similarity.gather(1, torch.as_tensor(gold_columns).unsqueeze(1)).squeeze(1)
+        negative, mask = _gather(similarity, _columns(rows, negatives))
+        a_h, b_h = state.module.logistic_calibration
+        return softmax + losses.logistic_hard_negatives(positive, negative, mask, a_h, b_h)
+
+
+@dataclass
+class Arborescence(Objective):
+    """ArboEL 2.3: each mention's positive is its incoming edge in the minimum spanning
+    arborescence over its gold entity and coreferent training mentions; negatives are the
+    k/2 nearest wrong entities and k/2 nearest non-coreferent mentions; eq. 6 loss.
+
+    Mention nodes other than the batch mention use cached vectors (refreshed every
+    `refresh_every` updates): gradients flow through the batch mention and the entities.
+    """
+
+    variant: str = "full"
+    k: int = 8
+    max_cluster_size: int = 64
+    uses_corpus_vectors = True
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ArboError(f"Unknown arborescence variant '{self.variant}'; expected one of {VARIANTS}.")
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions = state.module.embed_mentions(batch.mentions)
+        query = _detached(mentions)
+        n_entities = self.k // 2
+        entity_negatives = hard_negatives(state.nearest_entities(query, n_entities + 1), batch.gold_rows, n_entities)
+        corpus = state.corpus
+        mention_negatives = hard_negatives(
+            state.nearest_corpus_mentions(query, 4 * self.k), batch.gold_rows, self.k - n_entities,
+            labels=corpus.gold_rows,
+        )
+        entities, rows = _embed_entities(state, batch, entity_negatives.ravel())
+        gold_columns = _columns(rows, batch.gold_rows)
+        cached = torch.as_tensor(corpus.vectors if corpus.vectors is not None else np.zeros((0, mentions.shape[1]), np.float32),
+                                 device=mentions.device)
+        by_entity = corpus.by_entity()
+        positives = batch_positives(
+            batch.corpus_ids if corpus.vectors is not None else np.full(len(batch), -1),
+            gold_columns, {c: by_entity.get(int(r), np.zeros(0, np.int64)) for c, r in enumerate(rows)},
+            corpus.vectors if corpus.vectors is not None else np.zeros((0, query.shape[1]), np.float32),
+            _detached(entities), variant=self.variant, max_cluster_size=self.max_cluster_size, rng=state.rng,
+        )
+        scale = state.module.scale
+        positive = torch.stack([
+            mentions[i] @ (entities[node.index] if node.kind == "entity" else cached[node.index])
+            for i, node in enumerate(positives)
+        ]).unsqueeze(1) * scale
+        entity_scores, entity_mask = _gather(mentions @ entities.T, _columns(rows, entity_negatives))
+        mention_scores, mention_mask = _gather(mentions @ cached.T, mention_negatives) if len(cached) else (
+            entity_scores[:, :0], entity_mask[:, :0])
+        negative = torch.cat([entity_scores, mention_scores], dim=1) * scale
+        mask = torch.cat([entity_mask, mention_mask], dim=1)
+        return losses.edge_softmax(positive, torch.ones_like(positive, dtype=torch.bool), negative, mask)
+
+
+@dataclass
+class Proxy(Objective):
+    """PEL eq. 3: proxy loss on cosine similarities with scale `alpha` and margin `delta`,
+    against `k` random negatives, or `mixed` ones where a share `p` are the nearest wrong
+    entities of the current index."""
+
+    alpha: float = 32.0
+    delta: float = 0.0
+    negatives: str = "mixed"
+    p: float = 0.5
+    k: int = 16
+
+    def __post_init__(self) -> None:
+        if self.negatives not in PROXY_NEGATIVES:
+            raise ArboError(f"Unknown proxy negatives '{self.negatives}'; expected one of {PROXY_NEGATIVES}.")
+        if not 0.0 <= self.p <= 1.0:
+            raise ArboError(f"Proxy p must be in [0, 1], got {self.p}.")
+
+    def sample(self, state: TrainingState, batch: TrainingBatch, vectors: np.ndarray) -> np.ndarray:
+        n_hard = int(round(self.p * self.k)) if self.negatives == "mixed" else 0
+        hard = hard_negatives(state.nearest_entities(vectors, n_hard + 1), batch.gold_rows, n_hard) if n_hard else (
+            np.zeros((len(batch), 0), dtype=np.int64))
+        n_entities = len(state.entity_inputs)
+        random = state.rng.integers(0, n_entities, size=(len(batch), self.k - n_hard))
+        # A random draw of the gold entity is no negative.
+        random = np.where(random == batch.gold_rows[:, None], -1, random)
+        return np.concatenate([hard, random], axis=1)
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions = state.module.embed_mentions(batch.mentions)
+        negatives = self.sample(state, batch, _detached(mentions))
+        entities, rows = _embed_entities(state, batch, negatives.ravel())
+        similarity = mentions @ entities.T
+        positive = similarity.gather(1, torch.as_tensor(_columns(rows, batch.gold_rows)).unsqueeze(1)).squeeze(1)
+        negative, mask = _gather(similarity, _columns(rows, negatives))
+        return losses.proxy_loss(positive, negative, mask, self.alpha, self.delta)
+
+
+@registry.losses("spacy_arbo.in_batch.v1")
+def make_in_batch() -> Objective:
+    return InBatch()
+
+
+@registry.losses("spacy_arbo.hard_negatives.v1")
+def make_hard_negatives(k: int = 10, max_negatives: int = 16) -> Objective:
+    return HardNegatives(k=k, max_negatives=max_negatives)
+
+
+@registry.losses("spacy_arbo.arborescence.v1")
+def make_arborescence(variant: str = "full", k: int = 8, max_cluster_size: int = 64) -> Objective:
+    return Arborescence(variant=variant, k=k, max_cluster_size=max_cluster_size)
+
+
+@registry.losses("spacy_arbo.proxy.v1")
+def make_proxy(alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed", p: float = 0.5, k: int = 16) -> Objective:
+    return Proxy(alpha=alpha, delta=delta, negatives=negatives, p=p, k=k)
