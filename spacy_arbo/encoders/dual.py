@@ -56,18 +56,18 @@ class DualEncoder(nn.Module):
     def scale(self) -> torch.Tensor:
         return self.log_scale.exp() if self.similarity == "cosine" else torch.ones_like(self.log_scale)
 
-    def _finish(self, vectors: torch.Tensor) -> torch.Tensor:
+    def finish(self, vectors: torch.Tensor) -> torch.Tensor:
         return nn.functional.normalize(vectors, dim=-1) if self.similarity == "cosine" else vectors
 
     def embed_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         if not mentions:
             return self.log_scale.new_zeros((0, self.dim))
-        return self._finish(self.mention_tower.encode_mentions(mentions))
+        return self.finish(self.mention_tower.encode_mentions(mentions))
 
     def embed_entities(self, entities: List[EntityInput]) -> torch.Tensor:
         if not entities:
             return self.log_scale.new_zeros((0, self.dim))
-        return self._finish(self.entity_tower.encode_entities(entities))
+        return self.finish(self.entity_tower.encode_entities(entities))
 
     def forward(self, mentions: List[MentionInput], entities: List[EntityInput]):
         return self.embed_mentions(mentions), self.embed_entities(entities)

@@ -68,9 +68,11 @@ class HashedNgramTower(Tower):
         offsets = torch.tensor([0, *[len(ids) for ids in id_lists[:-1]]], device=weight.device).cumsum(0)
         return self.embed(torch.tensor(flat, device=weight.device), offsets)
 
-    def _encode(self, fields: Sequence[Sequence[Tuple[List[int], List[int]]]]) -> torch.Tensor:
-        parts = [self._bag([grams[order] for grams in field]) for field in fields for order in (0, 1)]
-        return self.project(torch.cat(parts, dim=1))
+    def _bags(self, fields: Sequence[Sequence[Tuple[List[int], List[int]]]]) -> torch.Tensor:
+        return torch.cat([self._bag([grams[order] for grams in field]) for field in fields for order in (0, 1)], dim=1)
+
+    def encode_input_embeddings(self, embeddings: torch.Tensor, extra: None = None) -> torch.Tensor:
+        return self.project(embeddings)
 
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         n, c = self.n_buckets, self.context_words
@@ -81,12 +83,13 @@ class HashedNgramTower(Tower):
                 (hashed_ngrams(m.left, n, c, from_end=True), hashed_ngrams(m.right, n, c)) for m in mentions
             )
         ]
-        return self._encode([spans, contexts])
+        return self.project(self._bags([spans, contexts]))
 
-    def encode_entities(self, entities: List[EntityInput]) -> torch.Tensor:
+    def entity_input_embeddings(self, entities: List[EntityInput]) -> Tuple[torch.Tensor, None]:
+        """The averaged n-gram bags are this tower's input embeddings."""
         n = self.n_buckets
-        return self._encode([[hashed_ngrams(e.title, n) for e in entities],
-                             [hashed_ngrams(e.description, n) for e in entities]])
+        return self._bags([[hashed_ngrams(e.title, n) for e in entities],
+                           [hashed_ngrams(e.description, n) for e in entities]]), None
 
     def to_files(self) -> Dict[str, bytes]:
         weights = io.BytesIO()

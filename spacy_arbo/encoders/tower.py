@@ -1,5 +1,5 @@
 """The interface every tower implements, so the dual encoder can mix kinds."""
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 import torch
 from torch import nn
@@ -23,8 +23,16 @@ class Tower(nn.Module):
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         raise NotImplementedError
 
-    def encode_entities(self, entities: List[EntityInput]) -> torch.Tensor:
+    def entity_input_embeddings(self, entities: List[EntityInput]) -> Tuple[torch.Tensor, Any]:
+        """The entity inputs as the first differentiable tensor (plus what else the
+        rest of the tower needs), so FGSM (PEL eq. 5-8) can perturb them."""
         raise NotImplementedError
+
+    def encode_input_embeddings(self, embeddings: torch.Tensor, extra: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+    def encode_entities(self, entities: List[EntityInput]) -> torch.Tensor:
+        return self.encode_input_embeddings(*self.entity_input_embeddings(entities))
 
     def to_files(self) -> Dict[str, bytes]:
         """Everything needed to rebuild the tower without the original weights' path."""

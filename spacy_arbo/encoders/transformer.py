@@ -2,7 +2,7 @@
 import io
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import srsly
 import torch
@@ -82,13 +82,16 @@ class TransformerTower(Tower):
         description = description[: max(0, budget - len(title) - 1)]
         return self._pack([title, [separator], description] if description else [title])
 
-    def _forward(self, rows: List[List[int]]) -> torch.Tensor:
+    def _input_embeddings(self, rows: List[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         device = next(self.encoder.parameters()).device
         width = max(len(r) for r in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
-        hidden = self.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        return self.encoder.get_input_embeddings()(ids), mask
+
+    def encode_input_embeddings(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(inputs_embeds=embeddings, attention_mask=mask).last_hidden_state
         if self.pooling == "cls":
             return hidden[:, 0]
         weights = mask.unsqueeze(-1).to(hidden.dtype)
@@ -96,11 +99,11 @@ class TransformerTower(Tower):
 
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         columns = (self._ids([getattr(m, f) for m in mentions]) for f in ("left", "mention", "right"))
-        return self._forward([self._mention_ids(*row) for row in zip(*columns)])
+        return self.encode_input_embeddings(*self._input_embeddings([self._mention_ids(*row) for row in zip(*columns)]))
 
-    def encode_entities(self, entities: List[EntityInput]) -> torch.Tensor:
+    def entity_input_embeddings(self, entities: List[EntityInput]) -> Tuple[torch.Tensor, torch.Tensor]:
         columns = (self._ids([getattr(e, f) for e in entities]) for f in ("title", "description"))
-        return self._forward([self._entity_ids(*row) for row in zip(*columns)])
+        return self._input_embeddings([self._entity_ids(*row) for row in zip(*columns)])
 
     def to_files(self) -> Dict[str, bytes]:
         with tempfile.TemporaryDirectory() as tmp:

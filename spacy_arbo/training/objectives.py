@@ -60,10 +60,9 @@ class TrainingState:
         return np.take_along_axis(top, order, axis=1)
 
 
-def _embed_entities(state: TrainingState, batch: TrainingBatch, extra: np.ndarray) -> Tuple[torch.Tensor, np.ndarray]:
-    """Embed the batch's gold entities and the `extra` rows once each (sorted, unique)."""
-    rows = np.unique(np.concatenate([batch.gold_rows, extra[extra >= 0]]))
-    return state.embed_entities(rows), rows
+def _entity_rows(gold_rows: np.ndarray, negatives: np.ndarray) -> np.ndarray:
+    """The entities an update embeds: gold and negative rows, once each, sorted."""
+    return np.unique(np.concatenate([gold_rows, negatives[negatives >= 0]]))
 
 
 def _columns(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -92,19 +91,43 @@ class Objective:
         raise NotImplementedError
 
 
-class InBatch(Objective):
+class EntityEdges(Objective):
+    """Objectives over (mention, entity) edges only: choose negative entities, embed them
+    with the gold ones, score. Split in two steps so FGSM can re-score the same edges
+    with perturbed entity inputs."""
+
+    def negatives(self, state: TrainingState, batch: TrainingBatch, query: np.ndarray) -> np.ndarray:
+        """(B, K) negative entity rows, -1 padded."""
+        return np.zeros((len(batch), 0), dtype=np.int64)
+
+    def edge_loss(
+        self, state: TrainingState, mentions: torch.Tensor, entities: torch.Tensor,
+        gold: np.ndarray, negatives: np.ndarray,
+    ) -> torch.Tensor:
+        """The loss given entity vectors; `gold` (B,) and `negatives` (B, K) are columns."""
+        raise NotImplementedError
+
+    def edges(self, state: TrainingState, batch: TrainingBatch):
+        mentions = state.module.embed_mentions(batch.mentions)
+        negatives = self.negatives(state, batch, _detached(mentions))
+        rows = _entity_rows(batch.gold_rows, negatives)
+        return mentions, rows, _columns(rows, batch.gold_rows), _columns(rows, negatives)
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions, rows, gold, negatives = self.edges(state, batch)
+        return self.edge_loss(state, mentions, state.embed_entities(rows), gold, negatives)
+
+
+class InBatch(EntityEdges):
     """DEER eq. 2-3: softmax over the batch's gold entities, logits = scale * similarity
     (cosine with a learned scale, or BLINK's dot product, as the encoder is configured)."""
 
-    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
-        mentions = state.module.embed_mentions(batch.mentions)
-        entities, rows = _embed_entities(state, batch, np.zeros(0, dtype=np.int64))
-        targets = torch.as_tensor(_columns(rows, batch.gold_rows), device=mentions.device)
-        return losses.in_batch_softmax(state.module.score(mentions, entities), targets)
+    def edge_loss(self, state, mentions, entities, gold, negatives):
+        return losses.in_batch_softmax(state.module.score(mentions, entities), torch.as_tensor(gold))
 
 
 @dataclass
-class HardNegatives(Objective):
+class HardNegatives(EntityEdges):
     """DEER 4.3: entities the current index ranks above the gold one (among the top `k`)
     are negatives of a logistic loss (eq. 4-5); negatives accumulate across mining rounds
     per training mention, and the loss is mixed with the in-batch softmax at equal weight."""
@@ -113,8 +136,8 @@ class HardNegatives(Objective):
     max_negatives: int = 16
     memory: Dict[int, List[int]] = field(default_factory=dict)
 
-    def mine(self, state: TrainingState, batch: TrainingBatch, vectors: np.ndarray) -> np.ndarray:
-        above = hard_negatives(state.nearest_entities(vectors, self.k), batch.gold_rows, self.k, stop_at_gold=True)
+    def negatives(self, state, batch, query):
+        above = hard_negatives(state.nearest_entities(query, self.k), batch.gold_rows, self.k, stop_at_gold=True)
         negatives = np.full((len(batch), self.max_negatives), -1, dtype=np.int64)
         for i, row in enumerate(above):
             fresh = [int(r) for r in row if r >= 0]
@@ -127,20 +150,16 @@ class HardNegatives(Objective):
             negatives[i, : len(fresh)] = fresh
         return negatives
 
-    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
-        mentions = state.module.embed_mentions(batch.mentions)
-        negatives = self.mine(state, batch, _detached(mentions))
-        entities, rows = _embed_entities(state, batch, negatives.ravel())
+    def edge_loss(self, state, mentions, entities, gold, negatives):
         similarity = mentions @ entities.T
-        gold_columns = _columns(rows, batch.gold_rows)
         # The softmax sees only the batch's gold entities, as in the original task.
-        in_batch = np.unique(gold_columns)
+        in_batch = np.unique(gold)
         softmax = losses.in_batch_softmax(
             state.module.scale * similarity[:, torch.as_tensor(in_batch)],
-            torch.as_tensor(np.searchsorted(in_batch, gold_columns)),
+            torch.as_tensor(np.searchsorted(in_batch, gold)),
         )
-        positive = similarity.gather(1, torch.as_tensor(gold_columns).unsqueeze(1)).squeeze(1)
-        negative, mask = _gather(similarity, _columns(rows, negatives))
+        positive = similarity.gather(1, torch.as_tensor(gold).unsqueeze(1)).squeeze(1)
+        negative, mask = _gather(similarity, negatives)
         a_h, b_h = state.module.logistic_calibration
         return softmax + losses.logistic_hard_negatives(positive, negative, mask, a_h, b_h)
 
@@ -174,7 +193,8 @@ class Arborescence(Objective):
             state.nearest_corpus_mentions(query, 4 * self.k), batch.gold_rows, self.k - n_entities,
             labels=corpus.gold_rows,
         )
-        entities, rows = _embed_entities(state, batch, entity_negatives.ravel())
+        rows = _entity_rows(batch.gold_rows, entity_negatives)
+        entities = state.embed_entities(rows)
         gold_columns = _columns(rows, batch.gold_rows)
         cached = torch.as_tensor(corpus.vectors if corpus.vectors is not None else np.zeros((0, mentions.shape[1]), np.float32),
                                  device=mentions.device)
@@ -199,41 +219,63 @@ class Arborescence(Objective):
 
 
 @dataclass
-class Proxy(Objective):
+class Proxy(EntityEdges):
     """PEL eq. 3: proxy loss on cosine similarities with scale `alpha` and margin `delta`,
     against `k` random negatives, or `mixed` ones where a share `p` are the nearest wrong
     entities of the current index."""
 
     alpha: float = 32.0
     delta: float = 0.0
-    negatives: str = "mixed"
+    negatives_from: str = "mixed"
     p: float = 0.5
     k: int = 16
 
     def __post_init__(self) -> None:
-        if self.negatives not in PROXY_NEGATIVES:
-            raise ArboError(f"Unknown proxy negatives '{self.negatives}'; expected one of {PROXY_NEGATIVES}.")
+        if self.negatives_from not in PROXY_NEGATIVES:
+            raise ArboError(f"Unknown proxy negatives '{self.negatives_from}'; expected one of {PROXY_NEGATIVES}.")
         if not 0.0 <= self.p <= 1.0:
             raise ArboError(f"Proxy p must be in [0, 1], got {self.p}.")
 
-    def sample(self, state: TrainingState, batch: TrainingBatch, vectors: np.ndarray) -> np.ndarray:
-        n_hard = int(round(self.p * self.k)) if self.negatives == "mixed" else 0
-        hard = hard_negatives(state.nearest_entities(vectors, n_hard + 1), batch.gold_rows, n_hard) if n_hard else (
+    def negatives(self, state, batch, query):
+        n_hard = int(round(self.p * self.k)) if self.negatives_from == "mixed" else 0
+        hard = hard_negatives(state.nearest_entities(query, n_hard + 1), batch.gold_rows, n_hard) if n_hard else (
             np.zeros((len(batch), 0), dtype=np.int64))
-        n_entities = len(state.entity_inputs)
-        random = state.rng.integers(0, n_entities, size=(len(batch), self.k - n_hard))
+        random = state.rng.integers(0, len(state.entity_inputs), size=(len(batch), self.k - n_hard))
         # A random draw of the gold entity is no negative.
         random = np.where(random == batch.gold_rows[:, None], -1, random)
         return np.concatenate([hard, random], axis=1)
 
-    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
-        mentions = state.module.embed_mentions(batch.mentions)
-        negatives = self.sample(state, batch, _detached(mentions))
-        entities, rows = _embed_entities(state, batch, negatives.ravel())
+    def edge_loss(self, state, mentions, entities, gold, negatives):
         similarity = mentions @ entities.T
-        positive = similarity.gather(1, torch.as_tensor(_columns(rows, batch.gold_rows)).unsqueeze(1)).squeeze(1)
-        negative, mask = _gather(similarity, _columns(rows, negatives))
+        positive = similarity.gather(1, torch.as_tensor(gold).unsqueeze(1)).squeeze(1)
+        negative, mask = _gather(similarity, negatives)
         return losses.proxy_loss(positive, negative, mask, self.alpha, self.delta)
+
+
+@dataclass
+class Adversarial(Objective):
+    """PEL eq. 5-8: FGSM adversarial examples on the entity tower's input embeddings.
+
+    The base loss's gradient with respect to those inputs gives the step epsilon *
+    sign(grad) that most increases the loss: it pushes the gold entity away and the
+    negatives closer at once (eq. 6-7). The same edges are scored again with the
+    perturbed entities, and the two losses are combined with weight `lam` (eq. 8).
+    """
+
+    base: EntityEdges
+    epsilon: float = 0.01
+    lam: float = 1.0
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions, rows, gold, negatives = self.base.edges(state, batch)
+        tower, module = state.module.entity_tower, state.module
+        inputs, extra = tower.entity_input_embeddings([state.entity_inputs[r] for r in rows])
+        loss = self.base.edge_loss(state, mentions, module.finish(tower.encode_input_embeddings(inputs, extra)),
+                                   gold, negatives)
+        (grad,) = torch.autograd.grad(loss, inputs, retain_graph=True)
+        attacked = module.finish(tower.encode_input_embeddings(inputs + losses.fgsm_perturbation(grad, self.epsilon), extra))
+        adversarial = self.base.edge_loss(state, mentions, attacked, gold, negatives)
+        return losses.combine_adversarial(loss, adversarial, self.lam)
 
 
 @registry.losses("spacy_arbo.in_batch.v1")
@@ -253,4 +295,12 @@ def make_arborescence(variant: str = "full", k: int = 8, max_cluster_size: int =
 
 @registry.losses("spacy_arbo.proxy.v1")
 def make_proxy(alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed", p: float = 0.5, k: int = 16) -> Objective:
-    return Proxy(alpha=alpha, delta=delta, negatives=negatives, p=p, k=k)
+    return Proxy(alpha=alpha, delta=delta, negatives_from=negatives, p=p, k=k)
+
+
+@registry.losses("spacy_arbo.fgsm.v1")
+def make_fgsm(base: Objective, epsilon: float = 0.01, lam: float = 1.0) -> Objective:
+    """Wraps `proxy` or `in_batch` (or `hard_negatives`) with FGSM adversarial entities."""
+    if not isinstance(base, EntityEdges):
+        raise ArboError("fgsm wraps an objective over (mention, entity) edges: in_batch, hard_negatives or proxy.")
+    return Adversarial(base, epsilon=epsilon, lam=lam)

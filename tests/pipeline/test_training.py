@@ -18,6 +18,9 @@ OBJECTIVES = {
     "arborescence_1rand": {"@losses": "spacy_arbo.arborescence.v1", "variant": "1rand", "k": 4},
     "proxy_random": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4},
     "proxy_mixed": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4},
+    "fgsm_proxy": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.01,
+                   "base": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4}},
+    "fgsm_in_batch": {"@losses": "spacy_arbo.fgsm.v1", "base": {"@losses": "spacy_arbo.in_batch.v1"}},
 }
 
 
@@ -47,6 +50,36 @@ def test_every_objective_overfits_the_toy_kb(toy_kb_dir, name):
     assert losses[-1] < losses[0]
     predicted = [e.kb_id_ for d in nlp.pipe(unlinked(nlp, gold)) for e in d.ents]
     assert predicted == [e.kb_id_ for d in gold for e in d.ents]  # recall@1 = 1.0 on training mentions
+
+
+def test_fgsm_needs_an_entity_edge_objective(toy_kb_dir):
+    from spacy_arbo.util import ArboError
+
+    with pytest.raises(ArboError, match="fgsm wraps an objective over"):
+        train_toy(toy_kb_dir, {"@losses": "spacy_arbo.fgsm.v1", "base": OBJECTIVES["arborescence_full"]}, steps=1)
+
+
+def test_fgsm_attack_increases_the_base_loss(toy_kb_dir):
+    """The perturbed entities score worse: the adversarial term exceeds the clean loss."""
+    import numpy as np
+    import torch
+
+    from spacy_arbo.encoders.model import get_module
+    from spacy_arbo.training.mentions import TrainingBatch
+    from spacy_arbo.training.objectives import Adversarial, InBatch, TrainingState
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=1)
+    linker = nlp.get_pipe("arbo_linker")
+    module = get_module(linker.model).eval()
+    spans = [e for d in gold for e in d.ents]
+    batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
+                          np.full(len(spans), -1))
+    state = TrainingState(module, linker.index, linker.corpus, linker._entity_input_cache(), np.random.default_rng(0))
+    clean = InBatch()(state, batch)
+    combined = Adversarial(InBatch(), epsilon=0.5, lam=1.0)(state, batch)
+    assert (combined - clean).item() > clean.item()  # adversarial loss > clean loss
+    none = Adversarial(InBatch(), epsilon=0.0, lam=1.0)(state, batch)
+    torch.testing.assert_close(none, 2 * clean)
 
 
 def test_kb_aliases_as_extra_training_pairs(toy_kb_dir):
