@@ -432,7 +432,8 @@ class ArboLinker(TrainablePipe):
             return losses
         if self._updates % self.cfg["refresh_every"] == 0:
             # Negatives are mined from the current index and mention cache, re-made every N steps.
-            self.ensure_fresh()
+            if self.objective.uses_index:
+                self.ensure_fresh()
             if self.objective.uses_corpus_vectors:
                 self.refresh_corpus_vectors()
         state = TrainingState(get_module(self.model), self.index, self.corpus, self._entity_input_cache(), self._rng)

@@ -82,9 +82,11 @@ def _detached(vectors: torch.Tensor) -> np.ndarray:
 
 
 class Objective:
-    """Callable (state, batch) -> loss. `uses_corpus_vectors` asks the component to keep
-    the training-mention cache fresh (refreshed with the index, every N updates)."""
+    """Callable (state, batch) -> loss. `uses_index` and `uses_corpus_vectors` ask the
+    component to keep the entity index and the training-mention cache fresh (both are
+    refreshed every `refresh_every` updates)."""
 
+    uses_index = False
     uses_corpus_vectors = False
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
@@ -135,6 +137,7 @@ class HardNegatives(EntityEdges):
     k: int = 10
     max_negatives: int = 16
     memory: Dict[int, List[int]] = field(default_factory=dict)
+    uses_index = True
 
     def negatives(self, state, batch, query):
         above = hard_negatives(state.nearest_entities(query, self.k), batch.gold_rows, self.k, stop_at_gold=True)
@@ -177,6 +180,7 @@ class Arborescence(Objective):
     variant: str = "full"
     k: int = 8
     max_cluster_size: int = 64
+    uses_index = True
     uses_corpus_vectors = True
 
     def __post_init__(self) -> None:
@@ -230,6 +234,10 @@ class Proxy(EntityEdges):
     p: float = 0.5
     k: int = 16
 
+    @property
+    def uses_index(self) -> bool:
+        return self.negatives_from == "mixed" and self.p > 0
+
     def __post_init__(self) -> None:
         if self.negatives_from not in PROXY_NEGATIVES:
             raise ArboError(f"Unknown proxy negatives '{self.negatives_from}'; expected one of {PROXY_NEGATIVES}.")
@@ -265,6 +273,10 @@ class Adversarial(Objective):
     base: EntityEdges
     epsilon: float = 0.01
     lam: float = 1.0
+
+    @property
+    def uses_index(self) -> bool:
+        return self.base.uses_index
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
         mentions, rows, gold, negatives = self.base.edges(state, batch)
