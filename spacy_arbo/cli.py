@@ -31,7 +31,7 @@ def convert_command(args: argparse.Namespace) -> None:
 
     kb = EntityStore.from_disk(args.kb) if args.kb else None
     types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
-    docs, report = convert_corpus(Path(args.source), kb=kb, types=types, fmt=args.format)
+    docs, report = convert_corpus(Path(args.source), kb=kb, types=types, fmt=args.format, limit=args.limit)
     write_docbin(docs, args.output)
     print(report.as_table())
     print(f"Wrote {args.output}")
@@ -100,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
     cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. Disease")
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
+    cmd.add_argument("--limit", type=int, default=0, help="keep only the first N documents")
     cmd.set_defaults(func=convert_command)
 
     cmd = commands.add_parser("init-pipeline", help="build and save an initialized (untrained) linking pipeline")

@@ -5,6 +5,7 @@ the KB spells it (`NIL` when it has none or the KB lacks it), inside sentence
 boundaries that never cut a mention, so that linkers can read context sentence by sentence.
 """
 import json
+from itertools import islice
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -378,11 +379,13 @@ def convert_corpus(
     nlp: Optional[Language] = None,
     types: Optional[Sequence[str]] = None,
     fmt: str = "auto",
+    limit: int = 0,
 ) -> Tuple[List[Doc], ConversionReport]:
-    """Read a PubTator or BLINK JSONL file into gold Docs (`nlp` defaults to a blank "en")."""
+    """Read a PubTator or BLINK JSONL file into gold Docs (`nlp` defaults to a blank "en");
+    `limit` keeps only the first N documents (0: all)."""
     report = ConversionReport()
-    docs = list(iter_corpus(source, report, kb=kb, nlp=nlp, types=types, fmt=fmt))
-    return docs, report
+    docs = iter_corpus(source, report, kb=kb, nlp=nlp, types=types, fmt=fmt)
+    return list(islice(docs, limit) if limit else docs), report
 
 
 def write_docbin(docs: Iterable[Doc], path: PathLike) -> None:

@@ -1,6 +1,7 @@
 """`arbo_linker`: dense retrieval of KB candidates for every entity mention, and linking."""
 import hashlib
 import sys
+from dataclasses import dataclass
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -22,12 +23,15 @@ from ..kb.entities import NIL
 from ..kb.index import FaissIndex
 from ..kb.store import EntityStore
 from ..kb.tfidf import TfidfAliasIndex
+from ..linking.clustering import GRAPHS, nearest_neighbours, partition
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 
 CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
+LINKINGS = ("independent", "clustering")
+SCOPES = ("batch", "doc")
 KB_INDEX_DIR = "index"
 
 DEFAULT_MODEL = Config().from_str(
@@ -49,7 +53,7 @@ use_markers = true
 """
 )["model"]
 
-for _attr in ("kb_candidates", "kb_ents"):
+for _attr in ("kb_candidates", "kb_ents", "arbo_cluster", "arbo_path"):
     if not Span.has_extension(_attr):
         Span.set_extension(_attr, default=None)
 
@@ -57,7 +61,7 @@ for _attr in ("kb_candidates", "kb_ents"):
 @Language.factory(
     "arbo_linker",
     requires=["doc.ents"],
-    assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents"],
+    assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents", "span._.arbo_cluster", "span._.arbo_path"],
     default_config={
         "model": DEFAULT_MODEL,
         "candidate_source": "dense",
@@ -74,6 +78,11 @@ for _attr in ("kb_candidates", "kb_ents"):
         "index_aliases": False,
         "batch_size": 64,
         "use_gpu_index": None,
+        "linking": "independent",
+        "graph": "directed",
+        "knn_mentions": 8,
+        "min_similarity": None,
+        "clustering_scope": "batch",
         "objective": {"@losses": "spacy_arbo.in_batch.v1"},
         "refresh_every": 200,
         "alias_pairs_per_batch": 0,
@@ -101,6 +110,11 @@ def make_arbo_linker(
     index_aliases: bool,
     batch_size: int,
     use_gpu_index: Optional[bool],
+    linking: str,
+    graph: str,
+    knn_mentions: int,
+    min_similarity: Optional[float],
+    clustering_scope: str,
     objective: Objective,
     refresh_every: int,
     alias_pairs_per_batch: int,
@@ -112,9 +126,22 @@ def make_arbo_linker(
         labels_discard=labels_discard, overwrite=overwrite, use_gold_ents=use_gold_ents,
         context_chars=context_chars, use_long_form=use_long_form, entity_fields=entity_fields,
         max_aliases=max_aliases, index=index, index_aliases=index_aliases, batch_size=batch_size,
-        use_gpu_index=use_gpu_index, objective=objective, refresh_every=refresh_every,
+        use_gpu_index=use_gpu_index, linking=linking, graph=graph, knn_mentions=knn_mentions,
+        min_similarity=min_similarity, clustering_scope=clustering_scope, objective=objective, refresh_every=refresh_every,
         alias_pairs_per_batch=alias_pairs_per_batch, seed=seed, scorer=scorer,
     )
+
+
+@dataclass
+class Link:
+    """One mention's decision: ranked candidates, the chosen id, and with clustering its
+    cluster (stable within a batch) and path from the entity root: `[kb_id or NIL,
+    (doc index, start_char, end_char, text), ...]`."""
+
+    candidates: Candidates
+    kb_id: str
+    cluster: Optional[int] = None
+    path: Optional[List[Any]] = None
 
 
 class ArboLinker(TrainablePipe):
@@ -144,6 +171,11 @@ class ArboLinker(TrainablePipe):
         index_aliases: bool = False,
         batch_size: int = 64,
         use_gpu_index: Optional[bool] = None,
+        linking: str = "independent",
+        graph: str = "directed",
+        knn_mentions: int = 8,
+        min_similarity: Optional[float] = None,
+        clustering_scope: str = "batch",
         objective: Optional[Objective] = None,
         refresh_every: int = 200,
         alias_pairs_per_batch: int = 0,
@@ -152,6 +184,12 @@ class ArboLinker(TrainablePipe):
     ) -> None:
         if candidate_source not in CANDIDATE_SOURCES:
             raise ArboError(f"Unknown candidate_source '{candidate_source}'; expected one of {CANDIDATE_SOURCES}.")
+        for value, allowed, setting in ((linking, LINKINGS, "linking"), (graph, GRAPHS, "graph"),
+                                        (clustering_scope, SCOPES, "clustering_scope")):
+            if value not in allowed:
+                raise ArboError(f"Unknown {setting} '{value}'; expected one of {allowed}.")
+        if linking == "clustering" and candidate_source == "tfidf":
+            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
         unknown = [f for f in entity_fields if f not in ENTITY_FIELDS]
         if unknown:
             raise ArboError(f"Unknown entity_fields {unknown}; expected a subset of {ENTITY_FIELDS}.")
@@ -169,7 +207,8 @@ class ArboLinker(TrainablePipe):
             "use_long_form": use_long_form, "entity_fields": list(entity_fields), "max_aliases": max_aliases,
             "index": dict(index or {"kind": "flat"}), "index_aliases": index_aliases, "batch_size": batch_size,
             "use_gpu_index": use_gpu_index, "refresh_every": refresh_every,
-            "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed,
+            "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed, "linking": linking, "graph": graph,
+            "knn_mentions": knn_mentions, "min_similarity": min_similarity, "clustering_scope": clustering_scope,
         }
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
@@ -317,7 +356,7 @@ class ArboLinker(TrainablePipe):
                 bar.update(len(rows))
         return vectors
 
-    def candidates_for(self, mentions: Sequence[MentionInput]) -> List[Candidates]:
+    def candidates_for(self, mentions: Sequence[MentionInput], vectors: Optional[np.ndarray] = None) -> List[Candidates]:
         kb = self._require_kb()
         self.ensure_fresh()
         k, source = self.cfg["top_k"], self.cfg["candidate_source"]
@@ -327,7 +366,8 @@ class ArboLinker(TrainablePipe):
                 raise ArboError(f"'{self.name}' has no entity index: initialize the pipeline first.")
             # Oversample when entities own several vectors, so k distinct entities remain.
             n_search = k * (4 if self.cfg["index_aliases"] else 1)
-            scores, rows = self.index.search(self.encode_mentions(mentions), n_search)
+            vectors = self.encode_mentions(mentions) if vectors is None else vectors
+            scores, rows = self.index.search(vectors, n_search)
             ranked.append(rows_to_candidates(scores, rows, kb.ids, k))
         if source != "dense":
             if self.tfidf is None:
@@ -336,25 +376,73 @@ class ArboLinker(TrainablePipe):
             ranked.append(rows_to_candidates(scores, rows, kb.ids, k))
         return ranked[0] if len(ranked) == 1 else fuse_candidates(ranked, k)
 
-    def predict(self, docs: Iterable[Doc]) -> List[List[Candidates]]:
+    def predict(self, docs: Iterable[Doc]) -> List[List[Link]]:
         docs = list(docs)
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         flat = [s for spans in spans_per_doc for s in spans]
         if not flat:
             return [[] for _ in docs]
-        candidates = iter(self.candidates_for(self.mention_inputs(flat)))
-        return [[next(candidates) for _ in spans] for spans in spans_per_doc]
+        mentions = self.mention_inputs(flat)
+        if self.cfg["linking"] == "independent":
+            links = [Link(c, self._best_above_threshold(c)) for c in self.candidates_for(mentions)]
+        else:
+            links = self._cluster(docs, spans_per_doc, mentions)
+        remaining = iter(links)
+        return [[next(remaining) for _ in spans] for spans in spans_per_doc]
 
-    def set_annotations(self, docs: Iterable[Doc], candidates_per_doc: List[List[Candidates]]) -> None:
+    def _best_above_threshold(self, ranked: Candidates) -> str:
         threshold = self.cfg["threshold"]
-        for doc, candidates in zip(docs, candidates_per_doc):
-            for span, ranked in zip(self._spans_to_link(doc), candidates):
-                best = ranked[0] if ranked else None
-                kb_id = best[0] if best and (threshold is None or best[1] >= threshold) else NIL
+        return ranked[0][0] if ranked and (threshold is None or ranked[0][1] >= threshold) else NIL
+
+    def _cluster(self, docs: List[Doc], spans_per_doc: List[List[Span]], mentions: List[MentionInput]) -> List[Link]:
+        """ArboEL A.2-A.3: partition a graph of each mention's k nearest mentions and its
+        nearest entity; a mention links to its cluster's entity, a cluster without one is
+        NIL (a discovered entity). Scope: all docs of the batch, or each doc alone."""
+        kb = self._require_kb()
+        vectors = self.encode_mentions(mentions)
+        candidates = self.candidates_for(mentions, vectors)
+        located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
+        groups = ([list(range(len(located)))] if self.cfg["clustering_scope"] == "batch" else
+                  [[i for i, (d, _) in enumerate(located) if d == doc_index] for doc_index in range(len(docs))])
+        links: List[Optional[Link]] = [None] * len(located)
+        next_cluster = 0
+        for group in filter(None, groups):
+            members = np.asarray(group)
+            k = min(self.cfg["knn_mentions"], len(members) - 1)
+            if k > 0:
+                knn, similarity = nearest_neighbours(vectors[members], vectors[members], k, exclude_self=True)
+            else:
+                knn, similarity = np.zeros((len(members), 0), np.int64), np.zeros((len(members), 0), np.float32)
+            top = [candidates[i][0] if candidates[i] else None for i in members]
+            entity_rows = np.asarray([kb.row(t[0]) if t else -1 for t in top], dtype=np.int64)
+            entity_scores = np.asarray([t[1] if t else -np.inf for t in top], dtype=np.float32)
+            result = partition(knn, similarity, entity_rows, entity_scores, graph=self.cfg["graph"],
+                               min_similarity=self.cfg["min_similarity"])
+            for local, i in enumerate(members):
+                entity = int(result.entity[local])
+                path = [kb.ids[idx] if kind == "entity" else self._describe(located[members[idx]])
+                        for kind, idx in result.path(local)]
+                if path and not isinstance(path[0], str):
+                    path.insert(0, NIL)
+                links[i] = Link(candidates[i], kb.ids[entity] if entity >= 0 else NIL,
+                                next_cluster + int(result.cluster[local]), path)
+            next_cluster += result.n_clusters
+        return links
+
+    @staticmethod
+    def _describe(located: Tuple[int, Span]) -> Tuple[int, int, int, str]:
+        doc_index, span = located
+        return (doc_index, span.start_char, span.end_char, span.text)
+
+    def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
+        for doc, links in zip(docs, links_per_doc):
+            for span, link in zip(self._spans_to_link(doc), links):
                 for token in span:
-                    token.ent_kb_id_ = kb_id
-                span._.kb_candidates = ranked
-                span._.kb_ents = ranked
+                    token.ent_kb_id_ = link.kb_id
+                span._.kb_candidates = link.candidates
+                span._.kb_ents = link.candidates
+                span._.arbo_cluster = link.cluster
+                span._.arbo_path = link.path
 
     # Training and scoring ------------------------------------------------------------
 

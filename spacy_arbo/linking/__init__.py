@@ -1,0 +1,1 @@
+"""Linking inference over the mention graph: clustering, NIL discovery, coreference scores."""

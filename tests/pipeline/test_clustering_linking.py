@@ -1,0 +1,76 @@
+"""arbo_linker with `linking = "clustering"`: links through chains of mentions, NIL clusters."""
+import pytest
+import spacy
+
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.util import ArboError
+
+from .test_arbo_linker import make_nlp, unlinked
+
+
+def clusters(docs):
+    return [[(e.kb_id_, e._.arbo_cluster, e._.arbo_path) for e in d.ents] for d in docs]
+
+
+def test_no_mention_neighbours_is_independent_linking(toy_kb_dir, toy_docs):
+    independent = make_nlp(toy_kb_dir)
+    clustering = make_nlp(toy_kb_dir, linking="clustering", knn_mentions=0)
+    a = [e.kb_id_ for d in independent.pipe(unlinked(independent, toy_docs)) for e in d.ents]
+    b = [e.kb_id_ for d in clustering.pipe(unlinked(clustering, toy_docs)) for e in d.ents]
+    assert a == b
+
+
+@pytest.mark.parametrize("graph", ["directed", "undirected"])
+def test_clusters_hold_one_entity_and_paths_point_to_real_spans(toy_kb_dir, toy_docs, graph):
+    nlp = make_nlp(toy_kb_dir, linking="clustering", graph=graph, knn_mentions=3)
+    docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
+    by_cluster = {}
+    for doc_index, doc in enumerate(docs):
+        for ent in doc.ents:
+            by_cluster.setdefault(ent._.arbo_cluster, set()).add(ent.kb_id_)
+            root, *chain = ent._.arbo_path
+            assert root == ent.kb_id_  # the path starts at the cluster's entity (or NIL)
+            for d, start, end, text in chain:
+                assert docs[d].text[start:end] == text
+            assert chain[-1] == (doc_index, ent.start_char, ent.end_char, ent.text)
+    assert all(len(ids) == 1 for ids in by_cluster.values())
+    # The two "WD" mentions of one doc are nearest neighbours: same cluster.
+    wd = [e for e in docs[1].ents if e.text == "WD"]
+    assert wd[0]._.arbo_cluster == wd[1]._.arbo_cluster
+
+
+def test_threshold_makes_nil_clusters(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, linking="clustering", knn_mentions=3, min_similarity=1.5)
+    docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
+    ents = [e for d in docs for e in d.ents]
+    assert all(e.kb_id_ == NIL and e._.arbo_path[0] == NIL for e in ents)
+    # Every edge is cut: each mention is a discovered entity of its own.
+    assert len({e._.arbo_cluster for e in ents}) == len(ents)
+    assert all(e._.kb_candidates for e in ents)  # retrieval still ran
+
+
+def test_doc_scope_keeps_clusters_inside_docs(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, linking="clustering", clustering_scope="doc", knn_mentions=3)
+    docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
+    owners = {}
+    for doc_index, doc in enumerate(docs):
+        for ent in doc.ents:
+            owners.setdefault(ent._.arbo_cluster, set()).add(doc_index)
+            assert all(step[0] == doc_index for step in ent._.arbo_path[1:])
+    assert all(len(d) == 1 for d in owners.values())
+
+
+def test_round_trip_and_pipe_give_identical_clusters(tmp_path, toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, linking="clustering", graph="undirected", knn_mentions=3)
+    before = clusters(nlp.pipe(unlinked(nlp, toy_docs)))
+    assert clusters(nlp.pipe(unlinked(nlp, toy_docs))) == before
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert clusters(loaded.pipe(unlinked(loaded, toy_docs))) == before
+
+
+def test_bad_clustering_settings(toy_kb_dir):
+    with pytest.raises(ArboError, match="Unknown graph 'tree'"):
+        make_nlp(toy_kb_dir, linking="clustering", graph="tree")
+    with pytest.raises(ArboError, match="needs mention vectors"):
+        make_nlp(toy_kb_dir, linking="clustering", candidate_source="tfidf")
