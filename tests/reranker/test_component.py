@@ -1,0 +1,259 @@
+import shutil
+
+import numpy as np
+import pytest
+import spacy
+import torch
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_arbo.evaluation import strip_links
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.reranker.component import with_gold
+from spacy_arbo.reranker.model import get_module
+from spacy_arbo.util import ArboError
+
+from ..conftest import TOY_TEXTS, make_doc
+
+TWO_SENTENCES = (
+    "Fever and coughing were reported. Patients with diabetes mellitus often develop heart failure.",
+    [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371"), ("diabetes mellitus", "MESH:D003920"),
+     ("heart failure", "MESH:D006333")],
+)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """A tiny model on a shared 2-core machine runs far faster on one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def cross_encoder(path, max_length=128, pair_attention="full"):
+    return {"@architectures": "spacy_arbo.CrossEncoder.v1", "name": str(path), "max_length": max_length,
+            "pair_attention": pair_attention}
+
+
+def make_reranker_nlp(tiny_bert_dir, kb, model=None, **cfg):
+    """A pipeline with only the reranker; candidates are put on the docs by hand."""
+    nlp = spacy.blank("en")
+    reranker = nlp.add_pipe("multi_cross_reranker", config={"model": model or cross_encoder(tiny_bert_dir), **cfg})
+    torch.manual_seed(0)
+    reranker.initialize(lambda: [], nlp=nlp, kb_loader=lambda _vocab: kb)
+    return nlp
+
+
+def make_two_stage_nlp(tiny_bert_dir, kb_dir, **cfg):
+    """The TF-IDF arbo_linker retrieves; the reranker takes its KB from it."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={
+        "candidate_source": "tfidf", "top_k": 4,
+        "model": {"@architectures": "spacy_arbo.DualEncoder.v1",
+                  "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 256,
+                                    "embed_dim": 8, "out_dim": 8}},
+    })
+    nlp.add_pipe("multi_cross_reranker", config={"model": cross_encoder(tiny_bert_dir), "top_n": 4, **cfg})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
+    }
+    torch.manual_seed(0)
+    nlp.initialize()
+    return nlp
+
+
+def rotating_candidates(nlp, kb, texts, n=6):
+    """Docs whose mentions carry n KB ids in an order that moves the gold around."""
+    docs, count = [], 0
+    for text, mentions in texts:
+        doc = make_doc(nlp, text, mentions, with_ids=False)
+        for ent in doc.ents:
+            ent._.kb_candidates = [(kb.ids[(count + k) % len(kb)], 1.0 - k / 10) for k in range(n)]
+            count += 1
+        docs.append(doc)
+    return docs
+
+
+def candidate_ids(docs):
+    return [[[k for k, _ in e._.kb_candidates] for e in doc.ents] for doc in docs]
+
+
+def links(docs):
+    return [[(e.kb_id_, [k for k, _ in e._.kb_candidates]) for e in doc.ents] for doc in docs]
+
+
+def scores(docs):
+    return {(e.start_char, k): s for doc in docs for e in doc.ents for k, s in e._.kb_candidates}
+
+
+def test_isolated_pairs_score_the_same_in_every_mode(tiny_bert_dir, toy_kb):
+    """With attention that cannot cross pairs, packing changes speed, never scores."""
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 64, "isolated"), top_n=6)
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    texts = [TWO_SENTENCES, *TOY_TEXTS]
+    by_mode = {}
+    for mode in ["base", "parallel", "multi", "passage"]:
+        reranker.cfg["mode"] = mode
+        docs = rotating_candidates(nlp, toy_kb, texts)
+        passes, _ = reranker.plan(docs, candidate_ids(docs))
+        assert max(len(p) for p in passes) <= 64
+        by_mode[mode] = (len(passes), scores(nlp.pipe(rotating_candidates(nlp, toy_kb, texts))))
+    n_passes = [by_mode[m][0] for m in ["base", "parallel", "multi", "passage"]]
+    assert n_passes == sorted(n_passes, reverse=True) and n_passes[0] == 12 * 6 > n_passes[-1]
+    base = by_mode["base"][1]
+    for mode, (_, result) in by_mode.items():
+        assert result.keys() == base.keys()
+        np.testing.assert_allclose([result[k] for k in base], list(base.values()), atol=2e-5, err_msg=mode)
+    # With the paper's full attention, pairs in one pass see each other.
+    full = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 64, "full"), top_n=6, mode="multi")
+    full_scores = scores(full.pipe(rotating_candidates(nlp, toy_kb, texts)))
+    assert not np.allclose([full_scores[k] for k in base], list(base.values()), atol=1e-3)
+
+
+def test_reranking_writes_links_and_rescored_candidates(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=4)
+    docs = list(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)))
+    for doc in docs:
+        for ent in doc.ents:
+            ranked = ent._.kb_candidates
+            assert len(ranked) == 4 and ent._.kb_ents == ranked
+            assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+            assert all(0.0 < s < 1.0 for _, s in ranked)
+            assert ent.kb_id_ == ranked[0][0]
+    nlp.get_pipe("multi_cross_reranker").cfg["threshold"] = 1.0
+    for doc in nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)):
+        assert all(e.kb_id_ == NIL and len(e._.kb_candidates) == 4 for e in doc.ents)
+
+
+def test_pipe_batches_across_docs_like_calls(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb)
+    piped = list(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS), batch_size=4))
+    called = [nlp(doc) for doc in rotating_candidates(nlp, toy_kb, TOY_TEXTS)]
+    assert links(piped) == links(called)
+    a, b = scores(piped), scores(called)
+    np.testing.assert_allclose([a[k] for k in b], list(b.values()), atol=1e-5)
+
+
+def test_mentions_without_candidates_and_odd_docs(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb)
+    doc = make_doc(nlp, "Fever and coughing and colorectal cancer.",
+                   [("Fever", ""), ("coughing", ""), ("colorectal cancer", "")], with_ids=False)
+    doc.ents[1]._.kb_candidates = []  # retrieval found nothing; ents[0] was never retrieved (None)
+    doc.ents[2]._.kb_candidates = [("MESH:D015179", 0.9)]
+    doc = nlp(doc)
+    assert [e.kb_id_ for e in doc.ents] == [NIL, NIL, "MESH:D015179"]
+    assert doc.ents[0]._.kb_candidates == [] and doc.ents[1]._.kb_candidates == []
+    assert not nlp("").ents and not nlp("No mentions here.").ents
+    docs = list(nlp.pipe([nlp.make_doc(""), *rotating_candidates(nlp, toy_kb, TOY_TEXTS[:1])]))
+    assert len(docs[0]) == 0 and all(e.kb_id_ != NIL for e in docs[1].ents)
+    bad = make_doc(nlp, "Fever.", [("Fever", "")], with_ids=False)
+    bad.ents[0]._.kb_candidates = [("MESH:NOPE", 1.0)]
+    with pytest.raises(ArboError, match=r"candidate ids \['MESH:NOPE'\] are not in the reranker's KB"):
+        nlp(bad)
+
+
+def test_sentences_come_from_the_doc_else_from_punctuation(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, mode="multi")
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    doc = rotating_candidates(nlp, toy_kb, [TWO_SENTENCES], n=1)[0]
+    assert len(reranker.plan([doc], candidate_ids([doc]))[0]) == 2  # split at the full stop
+    assert doc[8:10].text == "diabetes mellitus"
+    doc[9].is_sent_start = True  # the doc's own boundaries: one, inside a mention, so merged away
+    assert len(reranker.plan([doc], candidate_ids([doc]))[0]) == 1
+
+
+def test_a_sentence_longer_than_the_window(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, max_length=48), top_n=6,
+                            max_mention_tokens=8, max_name_tokens=8)
+    text = "the cough of the patients " * 40 + "with fever"
+    docs = rotating_candidates(nlp, toy_kb, [(text, [("cough", ""), ("fever", "")])])
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    passes, owners = reranker.plan(docs, candidate_ids(docs))
+    assert len(owners) == 12 and sorted(i for p in passes for i in p.pair_index) == list(range(12))
+    assert max(len(p) for p in passes) <= 48 and len(docs[0]) > 200
+    doc = nlp(docs[0])
+    assert all(e.kb_id_ != NIL and len(e._.kb_candidates) == 6 for e in doc.ents)
+
+
+def test_gold_insertion(tiny_bert_dir, toy_kb):
+    assert with_gold(["A", "B", "C"], ("MESH:D005334",), 3, toy_kb) == ["A", "B", "MESH:D005334"]
+    assert with_gold(["A"], ("MESH:D005334",), 3, toy_kb) == ["A", "MESH:D005334"]
+    assert with_gold(["MESH:D005334", "B"], ("MESH:D005334",), 3, toy_kb) == ["MESH:D005334", "B"]
+    assert with_gold(["A", "B"], (NIL,), 2, toy_kb) == ["A", "B"]
+    assert with_gold(["A", "B"], ("NOT:IN_KB", "MESH:D003371"), 2, toy_kb) == ["A", "MESH:D003371"]
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=2)
+    gold = make_doc(nlp, "Fever and coughing.", [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371")])
+    predicted = make_doc(nlp, gold.text, [("Fever", ""), ("coughing", "")], with_ids=False)
+    predicted.ents[0]._.kb_candidates = [("MESH:D003920", 0.5), ("MESH:D006527", 0.4), ("MESH:D005334", 0.3)]
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    assert reranker.training_candidates(Example(predicted, gold)) == [
+        (["MESH:D003920", "MESH:D005334"], [False, True]), ([], [])]
+    reranker.cfg["insert_gold"] = False
+    assert reranker.training_candidates(Example(predicted, gold))[0] == (
+        ["MESH:D003920", "MESH:D006527"], [False, False])
+
+
+def test_overfits_the_toy_corpus(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, mode="multi")
+    gold = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
+    examples = [Example(doc, g) for doc, g in zip(rotating_candidates(nlp, toy_kb, TOY_TEXTS), gold)]
+
+    def accuracy():
+        docs = nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS))
+        pairs = [(p.kb_id_, g.kb_id_) for d, gd in zip(docs, gold) for p, g in zip(d.ents, gd.ents)]
+        return sum(p == g for p, g in pairs) / len(pairs)
+
+    assert accuracy() < 0.5
+    optimizer = Adam(0.003)
+    losses = [nlp.update(examples, sgd=optimizer)["multi_cross_reranker"] for _ in range(20)]
+    assert losses[-1] < losses[0] / 2
+    assert accuracy() == 1.0
+
+
+def test_trains_and_scores_behind_a_retriever(tiny_bert_dir, toy_kb_dir):
+    """As in `spacy train`: predicted docs arrive without entities; the gold mentions are
+    copied over and the arbo_linker before the reranker gives them candidates."""
+    nlp = make_two_stage_nlp(tiny_bert_dir, toy_kb_dir)
+    toy_docs = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    assert len(reranker.kb) == 6  # taken from the arbo_linker
+    examples = [Example(nlp.make_doc(doc.text), doc) for doc in toy_docs]
+    losses = nlp.update(examples, sgd=Adam(0.001), exclude=["arbo_linker"], annotates=["arbo_linker"])
+    assert losses["multi_cross_reranker"] > 0
+    scores = nlp.evaluate(examples)
+    predicted = [e for doc in nlp.pipe(strip_links(d) for d in toy_docs) for e in doc.ents]
+    correct = sum(p.kb_id_ == g.kb_id_ for p, g in zip(predicted, (e for d in toy_docs for e in d.ents)))
+    assert scores["rerank_accuracy"] == pytest.approx(correct / len(predicted))
+    assert scores["nel_micro_r"] == pytest.approx(correct / len(predicted))
+
+
+def test_round_trip_gives_identical_scores(tmp_path, tiny_bert_dir, toy_kb_dir, toy_docs):
+    nlp = make_two_stage_nlp(tiny_bert_dir, toy_kb_dir, mode="parallel")
+    before = list(nlp.pipe(strip_links(d) for d in toy_docs))
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.rmtree(toy_kb_dir)  # the pipeline brings its own KB and weights
+    loaded = spacy.load(tmp_path / "pipeline")
+    after = list(loaded.pipe(strip_links(d) for d in toy_docs))
+    assert links(after) == links(before) and scores(after) == scores(before)
+    reranker = loaded.get_pipe("multi_cross_reranker")
+    assert reranker.cfg["mode"] == "parallel" and len(reranker.kb) == 6
+    copy = spacy.blank("en").add_pipe("multi_cross_reranker", config={"model": cross_encoder(tmp_path / "nowhere")})
+    copy.from_bytes(reranker.to_bytes())
+    assert len(copy.kb) == 6 and get_module(copy.model).max_length == 128
+
+
+def test_bad_configuration(tiny_bert_dir, toy_kb):
+    with pytest.raises(ArboError, match="Unknown mode 'document'"):
+        spacy.blank("en").add_pipe("multi_cross_reranker", config={"mode": "document"})
+    with pytest.raises(ArboError, match="Unknown pair_attention 'sparse'"):
+        spacy.blank("en").add_pipe("multi_cross_reranker",
+                                   config={"model": cross_encoder(tiny_bert_dir, pair_attention="sparse")})
+    with pytest.raises(ArboError, match="more than the context window of 32"):
+        make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, max_length=32))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("multi_cross_reranker", config={"model": cross_encoder(tiny_bert_dir)})
+    with pytest.raises(ArboError, match="has no KB"):
+        nlp.initialize()
+    with pytest.raises(ArboError, match="Cannot load a transformer from '/no/such/dir'"):
+        make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder("/no/such/dir"))
