@@ -15,6 +15,29 @@ def load_pipeline(path: str):
     return spacy.load(path)
 
 
+# Inference-time settings of arbo_linker that `evaluate --set` may change.
+LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "threshold", "top_k")
+
+
+def apply_settings(nlp, settings: List[str]) -> None:
+    """Apply `KEY=VALUE` (VALUE parsed as JSON, else a string) to every arbo_linker."""
+    import srsly
+
+    from .pipeline.arbo_linker import ArboLinker
+
+    linkers = [proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker)]
+    for setting in settings:
+        key, sep, raw = setting.partition("=")
+        if not sep or key not in LINKER_SETTINGS:
+            raise ArboError(f"--set takes KEY=VALUE with KEY one of {LINKER_SETTINGS}; got '{setting}'.")
+        try:
+            value = srsly.json_loads(raw)
+        except ValueError:
+            value = raw
+        for linker in linkers:
+            linker.configure(**{key: value})
+
+
 def build_kb_command(args: argparse.Namespace) -> None:
     from .kb.readers import read_kb
 
@@ -62,6 +85,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     from .evaluation import evaluate_linking, format_metrics, gold_id_set
 
     nlp = load_pipeline(args.pipeline)
+    apply_settings(nlp, args.set or [])
     docs = read_docbin(args.data, nlp.vocab)
     seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
     metrics = evaluate_linking(nlp, docs, seen_ids=seen)
@@ -120,6 +144,8 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
     cmd.add_argument("--output", help="write the metrics as JSON here")
+    cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
     cmd.set_defaults(func=evaluate_command)
     return parser
 

@@ -6,6 +6,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
+from .kb.entities import NIL
+from .linking.clustering import adjusted_rand_index
 from .scoring import RECALL_KS, MentionOutcome, accuracy, mention_outcomes, nil_prf, recall_at_k
 
 
@@ -49,6 +51,11 @@ def evaluate_linking(
         metrics["n_seen"] = sum(seen(o) for o in linked)
         metrics["n_unseen"] = sum(not seen(o) for o in linked)
     metrics.update(nil_prf(outcomes))
+    clustered = [(e.kb_id_, p._.arbo_cluster) for pdoc, gdoc in zip(predicted, gold_docs)
+                 for p, e in zip(pdoc.ents, gdoc.ents)
+                 if p.has_extension("arbo_cluster") and p._.arbo_cluster is not None and e.kb_id_ != NIL]
+    if clustered:
+        metrics["ari"] = adjusted_rand_index(*zip(*clustered))
     metrics["n_mentions"] = len(outcomes)
     metrics["n_nil_gold"] = sum(o.gold_is_nil for o in outcomes)
     metrics["seconds"] = elapsed

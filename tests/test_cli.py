@@ -95,3 +95,18 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monk
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+def test_evaluate_with_clustering_reports_ari(files, capsys):
+    tmp, ctd, corpus, config = files
+    main(["build-kb", str(ctd), str(tmp / "kb")])
+    main(["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")])
+    main(["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)])
+    out = tmp / "clustering.json"
+    assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
+                 "--set", "linking=clustering", "--set", "graph=undirected", "--set", "knn_mentions=2"]) == 0
+    metrics = json.loads(out.read_text())
+    assert -1.0 <= metrics["ari"] <= 1.0 and metrics["n_mentions"] == 4
+    assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--set", "graph=tree"]) == 1
+    assert "Unknown graph 'tree'" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--set", "colour=red"]) == 1

@@ -182,14 +182,6 @@ class ArboLinker(TrainablePipe):
         seed: int = 0,
         scorer: Optional[Callable] = None,
     ) -> None:
-        if candidate_source not in CANDIDATE_SOURCES:
-            raise ArboError(f"Unknown candidate_source '{candidate_source}'; expected one of {CANDIDATE_SOURCES}.")
-        for value, allowed, setting in ((linking, LINKINGS, "linking"), (graph, GRAPHS, "graph"),
-                                        (clustering_scope, SCOPES, "clustering_scope")):
-            if value not in allowed:
-                raise ArboError(f"Unknown {setting} '{value}'; expected one of {allowed}.")
-        if linking == "clustering" and candidate_source == "tfidf":
-            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
         unknown = [f for f in entity_fields if f not in ENTITY_FIELDS]
         if unknown:
             raise ArboError(f"Unknown entity_fields {unknown}; expected a subset of {ENTITY_FIELDS}.")
@@ -210,6 +202,7 @@ class ArboLinker(TrainablePipe):
             "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed, "linking": linking, "graph": graph,
             "knn_mentions": knn_mentions, "min_similarity": min_similarity, "clustering_scope": clustering_scope,
         }
+        self.configure()
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
         self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
@@ -224,6 +217,20 @@ class ArboLinker(TrainablePipe):
         self._rng = np.random.default_rng(seed)
         self._scorer = scorer
         self.scorer = self._score_with_gold_ents if scorer is not None else None
+
+    def configure(self, **settings: Any) -> None:
+        """Change inference settings (linking mode, graph, thresholds) and check them."""
+        unknown = set(settings) - set(self.cfg)
+        if unknown:
+            raise ArboError(f"Unknown arbo_linker settings {sorted(unknown)}.")
+        cfg = {**self.cfg, **settings}
+        for setting, allowed in (("linking", LINKINGS), ("graph", GRAPHS), ("clustering_scope", SCOPES),
+                                 ("candidate_source", CANDIDATE_SOURCES)):
+            if cfg[setting] not in allowed:
+                raise ArboError(f"Unknown {setting} '{cfg[setting]}'; expected one of {allowed}.")
+        if cfg["linking"] == "clustering" and cfg["candidate_source"] == "tfidf":
+            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
+        self.cfg = cfg
 
     # Knowledge base and index -----------------------------------------------------
 
