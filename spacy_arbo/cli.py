@@ -96,6 +96,13 @@ def evaluate_command(args: argparse.Namespace) -> None:
         print(f"Wrote {args.output}")
 
 
+def report_command(args: argparse.Namespace) -> None:
+    from .report import write_report
+
+    print("\n".join(write_report(args.metrics_dir, args.output)))
+    print(f"Wrote {args.output} and {Path(args.output).with_suffix('.png')}")
+
+
 def fetch_assets_command(args: argparse.Namespace) -> None:
     from .assets import fetch_assets
 
@@ -147,6 +154,11 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
     cmd.set_defaults(func=evaluate_command)
+
+    cmd = commands.add_parser("report", help="results table (markdown) and recall@k plot from evaluate JSON files")
+    cmd.add_argument("metrics_dir")
+    cmd.add_argument("--output", default="report.md")
+    cmd.set_defaults(func=report_command)
     return parser
 
 

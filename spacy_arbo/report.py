@@ -1,0 +1,74 @@
+"""A results table (markdown) and recall@k curves (PNG) from `evaluate` JSON files."""
+from pathlib import Path
+from typing import Any, Dict, List
+
+import srsly
+
+from .scoring import RECALL_KS
+from .util import ArboError, PathLike, atomic_path
+
+COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"),
+           ("accuracy_seen", "acc seen"), ("accuracy_unseen", "acc unseen"), ("ari", "ARI"),
+           ("mentions_per_second", "mentions/s")]
+
+
+def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
+    """System name (file stem, minus a `_test` suffix) -> its metrics."""
+    files = sorted(Path(metrics_dir).glob("*.json"))
+    if not files:
+        raise ArboError(f"No metrics JSON files in '{metrics_dir}'.")
+    systems = {}
+    for path in files:
+        try:
+            systems[path.stem.removesuffix("_test")] = srsly.read_json(path)
+        except ValueError as err:
+            raise ArboError(f"{path}: not valid JSON ({err}).") from None
+    return systems
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if value > 1.0 else f"{value:.3f}"
+
+
+def markdown_table(systems: Dict[str, Dict[str, Any]]) -> str:
+    lines = ["| system | " + " | ".join(label for _, label in COLUMNS) + " |",
+             "|---|" + "---:|" * len(COLUMNS)]
+    for name, metrics in systems.items():
+        lines.append(f"| {name} | " + " | ".join(_cell(metrics.get(key)) for key, _ in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def plot_recall(systems: Dict[str, Dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for name, metrics in systems.items():
+        ks = [k for k in RECALL_KS if metrics.get(f"recall@{k}") is not None]
+        axis.plot(ks, [metrics[f"recall@{k}"] for k in ks], marker="o", label=name)
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("k")
+    axis.set_ylabel("recall@k")
+    axis.set_title("Candidate recall on the test set")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=120)
+    plt.close(figure)
+
+
+def write_report(metrics_dir: PathLike, output: PathLike) -> List[str]:
+    """Write the markdown table, and the plot next to it; return the table's lines."""
+    systems = read_metrics(metrics_dir)
+    output = Path(output)
+    plot = output.with_suffix(".png")
+    table = markdown_table(systems)
+    with atomic_path(output) as tmp:
+        tmp.write_text(f"# Results\n\n{table}\n\n![recall@k]({plot.name})\n", encoding="utf8")
+    plot_recall(systems, plot)
+    return table.splitlines()
