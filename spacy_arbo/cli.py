@@ -96,6 +96,24 @@ def evaluate_command(args: argparse.Namespace) -> None:
         print(f"Wrote {args.output}")
 
 
+def discover_command(args: argparse.Namespace) -> None:
+    import json
+
+    from .corpora import read_docbin
+    from .discovery import discover_entities
+
+    nlp = load_pipeline(args.pipeline)
+    apply_settings(nlp, args.set or [])
+    result = discover_entities(nlp, read_docbin(args.data, nlp.vocab), min_size=args.min_size)
+    with atomic_path(args.output) as tmp:
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result["records"]), encoding="utf8")
+    print(f"{result['n_mentions']:,} mentions, {result['n_nil_mentions']:,} in NIL clusters; "
+          f"{len(result['records']):,} proposed entities (min size {args.min_size}) written to {args.output}")
+    for key in ("ari", "nil_ari"):
+        if result[key] is not None:
+            print(f"{key}: {result[key]:.4f}")
+
+
 def report_command(args: argparse.Namespace) -> None:
     from .report import write_report
 
@@ -154,6 +172,14 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
     cmd.set_defaults(func=evaluate_command)
+
+    cmd = commands.add_parser("discover", help="cluster a corpus and propose its NIL clusters as new KB entries")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("data", help=".spacy DocBin")
+    cmd.add_argument("--output", default="new_entities.jsonl")
+    cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
+    cmd.add_argument("--set", action="append", metavar="KEY=VALUE", help="arbo_linker settings, as for evaluate")
+    cmd.set_defaults(func=discover_command)
 
     cmd = commands.add_parser("report", help="results table (markdown) and recall@k plot from evaluate JSON files")
     cmd.add_argument("metrics_dir")

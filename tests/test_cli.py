@@ -124,3 +124,23 @@ def test_report_table_and_plot(tmp_path, capsys):
     assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | - | - | - | 2000.0 |" in text
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["report", str(tmp_path / "empty")]) == 1
+
+
+def test_discover_writes_nil_clusters_as_kb_records(files, capsys):
+    tmp, ctd, corpus, config = files
+    main(["build-kb", str(ctd), str(tmp / "kb")])
+    main(["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")])
+    main(["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)])
+    out = tmp / "new.jsonl"
+    # Every edge is cut: each mention becomes its own discovered entity.
+    assert main(["discover", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
+                 "--set", "min_similarity=2.0"]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["canonical_name"] for r in records] == ["Fever", "Fever", "cough", "pyrexia"]
+    assert records[0]["mentions"] == [{"doc": "1", "start": 0, "end": 5, "text": "Fever"}]
+    assert "4 mentions, 4 in NIL clusters; 4 proposed entities" in capsys.readouterr().out
+    # The proposals load as a KB.
+    assert main(["build-kb", str(out), str(tmp / "new_kb"), "--format", "jsonl"]) == 0
+    assert main(["discover", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
+                 "--set", "min_similarity=2.0", "--min-size", "2"]) == 0
+    assert out.read_text() == ""
