@@ -4,7 +4,6 @@ The asset list (destination, URL, sha256) lives once, in `project.yml`. With a m
 directory (`SPACY_ARBO_DATA`, laid out like the asset destinations below `assets/`)
 nothing is downloaded; either way every file's checksum is verified.
 """
-import hashlib
 import shutil
 import urllib.request
 from pathlib import Path
@@ -12,17 +11,9 @@ from typing import Dict, List, Optional
 
 import srsly
 
-from .util import ArboError, PathLike, atomic_path
+from .util import ArboError, PathLike, atomic_path, file_sha256
 
 ASSETS_DIR = "assets"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_assets(project_file: PathLike) -> List[Dict[str, str]]:
@@ -38,7 +29,7 @@ def read_assets(project_file: PathLike) -> List[Dict[str, str]]:
 def fetch_asset(asset: Dict[str, str], root: Path, mirror: Optional[Path]) -> str:
     """Copy or download one asset unless a verified copy is there; return what was done."""
     dest = root / asset["dest"]
-    if dest.exists() and sha256(dest) == asset["checksum"]:
+    if dest.exists() and file_sha256(dest) == asset["checksum"]:
         return "present"
     relative = Path(asset["dest"]).relative_to(ASSETS_DIR) if asset["dest"].startswith(ASSETS_DIR + "/") else Path(asset["dest"])
     with atomic_path(dest) as tmp:
@@ -54,7 +45,7 @@ def fetch_asset(asset: Dict[str, str], root: Path, mirror: Optional[Path]) -> st
             except OSError as err:
                 raise ArboError(f"Cannot download {asset['url']}: {err}") from None
             how = f"downloaded from {asset['url']}"
-        actual = sha256(tmp)
+        actual = file_sha256(tmp)
         if actual != asset["checksum"]:
             raise ArboError(f"{asset['dest']}: checksum {actual} does not match {asset['checksum']} ({how}).")
     return how

@@ -1,6 +1,6 @@
 """Entity discovery: cluster a corpus's mentions and propose its NIL clusters as KB entries."""
 from collections import Counter
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from spacy.language import Language
 from spacy.tokens import Doc

@@ -1,6 +1,7 @@
 """Small helpers shared across the package: atomic writes and user-facing errors."""
 import contextlib
 import gzip
+import hashlib
 import os
 import shutil
 import tempfile
@@ -45,3 +46,11 @@ def read_lines(path: Path) -> Iterator[Tuple[int, str]]:
                 yield number, line.rstrip("\n").rstrip("\r")
     except (OSError, EOFError, UnicodeDecodeError) as err:
         raise ArboError(f"{path}: cannot read ({err}).") from None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

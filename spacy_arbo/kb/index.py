@@ -16,7 +16,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import srsly
 
-from ..util import ArboError, PathLike, atomic_path
+from ..util import ArboError, PathLike, atomic_path, file_sha256
 
 try:
     import faiss
@@ -199,7 +199,7 @@ class FaissIndex:
         with atomic_path(path) as tmp:
             tmp.mkdir()
             faiss.write_index(self._cpu_index(), str(tmp / INDEX_FILE))
-            srsly.write_json(tmp / META_FILE, self._meta(_file_digest(tmp / INDEX_FILE)))
+            srsly.write_json(tmp / META_FILE, self._meta(file_sha256(tmp / INDEX_FILE)))
 
     @classmethod
     def from_disk(
@@ -221,7 +221,7 @@ class FaissIndex:
         _check_meta(meta, str(meta_file), f"index at '{path}'", expected_fingerprint, expected_dim)
         if not index_file.exists():
             raise ArboError(f"{index_file}: missing; the index at '{path}' is incomplete.")
-        if _file_digest(index_file) != meta["sha256"]:
+        if file_sha256(index_file) != meta["sha256"]:
             raise ArboError(f"{index_file}: contents do not match {META_FILE} (corrupt file).")
         try:
             index = faiss.read_index(str(index_file))
@@ -451,11 +451,3 @@ def _check_meta(
             f"The {where} holds {meta['dim']}-dimensional vectors but the pipeline's "
             f"encoder makes {expected_dim}-dimensional ones; rebuild the index."
         )
-
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -7,7 +7,7 @@ CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header) and MEDIC
 import io
 import json
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Callable, Dict, Iterator, Tuple
 
 from ..util import ArboError, PathLike, atomic_path, read_lines
 from .entities import Entity, normalize_id

@@ -17,7 +17,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer
 from tqdm import tqdm
 
-from ..encoders.model import get_module
+from ..torch_model import get_module
 from ..encoders.templates import ENTITY_FIELDS, EntityInput, MentionInput, entity_inputs, mention_input
 from ..kb.entities import NIL
 from ..kb.index import FaissIndex
@@ -27,6 +27,7 @@ from ..linking.clustering import GRAPHS, nearest_neighbours, partition
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
+from .gold_ents import with_gold_mentions
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 
 CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
@@ -456,15 +457,7 @@ class ArboLinker(TrainablePipe):
     def _ensure_ents(self, examples: Iterable[Example]) -> List[Example]:
         """With `use_gold_ents`, copy the gold entities (without their ids) onto the
         predicted docs, so a pipeline without NER can be trained and scored."""
-        if not self.use_gold_ents:
-            return list(examples)
-        result = []
-        for eg in examples:
-            ents, _ = eg.get_aligned_ents_and_ner()
-            copy = eg.copy()
-            copy.predicted.ents = [Span(copy.predicted, e.start, e.end, label=e.label_) for e in ents]
-            result.append(copy)
-        return result
+        return with_gold_mentions(examples) if self.use_gold_ents else list(examples)
 
     def _score_with_gold_ents(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
         self.ensure_fresh()

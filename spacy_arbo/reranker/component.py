@@ -21,8 +21,9 @@ from thinc.api import Config, Model, get_array_module
 from ..kb.entities import NIL
 from ..kb.store import EntityStore
 from ..scoring import accuracy, gold_ids, link_prf, mention_outcomes
+from ..pipeline.gold_ents import with_gold_mentions
+from ..torch_model import get_module
 from ..util import ArboError
-from .model import get_module
 from .packing import MODES, Mention, Pair, Pass, Sentence, pack
 
 CANDIDATES = "span._.kb_candidates"
@@ -350,12 +351,7 @@ class MultiCrossReranker(TrainablePipe):
         `nlp.evaluate` give the components docs without entities."""
         if not self.use_gold_ents:
             return list(examples)
-        result = []
-        for eg in examples:
-            ents, _ = eg.get_aligned_ents_and_ner()
-            copy = eg.copy()
-            copy.predicted.ents = [Span(copy.predicted, e.start, e.end, label=e.label_) for e in ents]
-            result.append(copy)
+        result = with_gold_mentions(examples)
         missing = [eg for eg in result if any(e._.kb_candidates is None for e in eg.predicted.ents)]
         retrievers = [
             proc for name, proc in self._upstream(self.nlp)

@@ -1,16 +1,17 @@
 """The cross-encoder: a transformer reads packed passes and a 2-way head classifies each
 pair's [MASK] token (paper eq. 3, 6, 8); and the thinc architecture wrapping it."""
 import io
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import srsly
 import torch
 from spacy.util import registry
-from thinc.api import ArgsKwargs, Model, PyTorchShim, get_torch_default_device, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d
 from torch import nn
 
 from ..encoders.transformer import TransformerTower
+from ..torch_model import get_module, lazy_torch_model
 from ..util import ArboError
 from .packing import CONTEXT, GLOBAL, Pass, Specials
 
@@ -118,16 +119,6 @@ class CrossEncoder(nn.Module):
         return module
 
 
-def _serialize(module: Optional[CrossEncoder]) -> bytes:
-    if module is None:
-        raise ArboError("The cross-encoder has no weights yet: initialize the pipeline first.")
-    return srsly.msgpack_dumps(module.to_files())
-
-
-def _deserialize(_module: Optional[CrossEncoder], data: bytes, device) -> CrossEncoder:
-    return CrossEncoder.from_files(srsly.msgpack_loads(data)).to(device)
-
-
 @registry.architectures("spacy_arbo.CrossEncoder.v1")
 def build_cross_encoder(name: str, max_length: int = 512, pair_attention: str = "full") -> Model[List[Pass], Floats2d]:
     """A cross-encoder over a local Hugging Face encoder directory (or hub name).
@@ -143,21 +134,7 @@ def build_cross_encoder(name: str, max_length: int = 512, pair_attention: str = 
     def build() -> CrossEncoder:
         return CrossEncoder.from_pretrained(name, max_length, pair_attention)
 
-    shim = PyTorchShim(None, serialize_model=_serialize, deserialize_model=_deserialize)
-    return Model("cross_encoder", forward, init=init, shims=[shim], attrs={"build": build})
-
-
-def init(model: Model, X=None, Y=None) -> None:
-    shim = model.shims[0]
-    if shim._model is None:
-        shim._model = model.attrs["build"]().to(get_torch_default_device())
-
-
-def get_module(model: Model) -> CrossEncoder:
-    module = model.shims[0]._model
-    if module is None:
-        raise ArboError("The cross-encoder is not initialized: call nlp.initialize() or load a trained pipeline.")
-    return module
+    return lazy_torch_model("cross-encoder", forward, build, CrossEncoder)
 
 
 def forward(model: Model, passes: List[Pass], is_train: bool) -> Tuple[Floats2d, Callable]:

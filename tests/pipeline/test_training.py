@@ -64,7 +64,7 @@ def test_fgsm_attack_increases_the_base_loss(toy_kb_dir):
     import numpy as np
     import torch
 
-    from spacy_arbo.encoders.model import get_module
+    from spacy_arbo.torch_model import get_module
     from spacy_arbo.training.mentions import TrainingBatch
     from spacy_arbo.training.objectives import Adversarial, InBatch, TrainingState
 
