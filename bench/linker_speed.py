@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import spacy
+from spacy.training import Example
 
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.evaluation import strip_links
@@ -63,8 +64,6 @@ def main() -> None:
             started = time.perf_counter()
             predicted = list(nlp.pipe(docs, batch_size=args.batch_size))
             timings.append(time.perf_counter() - started)
-        from spacy.training import Example
-
         recall = recall_at_k(mention_outcomes(Example(p, g) for p, g in zip(predicted, gold)), (1, 64))
         rows.append((name, init_seconds, n_mentions / min(timings), recall[1], recall[64]))
 

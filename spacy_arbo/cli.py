@@ -16,7 +16,8 @@ def load_pipeline(path: str):
 
 
 # Inference-time settings of arbo_linker that `evaluate --set` may change.
-LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "threshold", "top_k")
+LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "threshold", "top_k",
+                   "index_aliases", "candidate_source")
 
 
 def apply_settings(nlp, settings: List[str]) -> None:

@@ -33,6 +33,8 @@ from .candidates import Candidates, fuse_candidates, rows_to_candidates
 CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
 LINKINGS = ("independent", "clustering")
 SCOPES = ("batch", "doc")
+# Settings that change what the entity tower encodes, hence the index.
+ENTITY_TEXT_SETTINGS = ("entity_fields", "max_aliases", "index_aliases")
 KB_INDEX_DIR = "index"
 
 DEFAULT_MODEL = Config().from_str(
@@ -231,6 +233,10 @@ class ArboLinker(TrainablePipe):
                 raise ArboError(f"Unknown {setting} '{cfg[setting]}'; expected one of {allowed}.")
         if cfg["linking"] == "clustering" and cfg["candidate_source"] == "tfidf":
             raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
+        if any(cfg[k] != self.cfg.get(k) for k in ENTITY_TEXT_SETTINGS if k in settings):
+            # Other entity texts: the index must be re-encoded before its next use.
+            self._entity_inputs = None
+            self._stale = True
         self.cfg = cfg
 
     # Knowledge base and index -----------------------------------------------------
@@ -253,7 +259,7 @@ class ArboLinker(TrainablePipe):
     @property
     def index_fingerprint(self) -> str:
         """What the entity vectors depend on: encoder weights, KB content, entity texts."""
-        texts = srsly.json_dumps([self.cfg[k] for k in ("entity_fields", "max_aliases", "index_aliases")])
+        texts = srsly.json_dumps([self.cfg[k] for k in ENTITY_TEXT_SETTINGS])
         texts_hash = hashlib.sha1(texts.encode("utf8")).hexdigest()[:8]
         return f"encoder={get_module(self.model).fingerprint()} kb={self._require_kb().fingerprint()[:16]} texts={texts_hash}"
 
@@ -379,7 +385,8 @@ class ArboLinker(TrainablePipe):
             ranked.append(rows_to_candidates(scores, rows, kb.ids, k))
         if source != "dense":
             if self.tfidf is None:
-                raise ArboError(f"'{self.name}' has no TF-IDF index: initialize the pipeline first.")
+                # Built on demand (a second or two), e.g. after `configure(candidate_source="hybrid")`.
+                self.tfidf = TfidfAliasIndex.build(kb)
             scores, rows = self.tfidf.search([m.mention for m in mentions], k)
             ranked.append(rows_to_candidates(scores, rows, kb.ids, k))
         return ranked[0] if len(ranked) == 1 else fuse_candidates(ranked, k)

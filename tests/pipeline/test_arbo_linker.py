@@ -114,6 +114,17 @@ def test_index_aliases_keeps_entities_distinct(toy_kb_dir, toy_docs):
             assert len(ids) == len(set(ids)) == 6
 
 
+def test_configure_rebuilds_what_a_setting_changes(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, top_k=6)
+    linker = nlp.get_pipe("arbo_linker")
+    linker.configure(index_aliases=True, candidate_source="hybrid")
+    docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
+    assert len(linker.index) == 6 + 11 and linker.tfidf is not None
+    assert all(len(e._.kb_candidates) == 6 for d in docs for e in d.ents)
+    with pytest.raises(ArboError, match="Unknown arbo_linker settings"):
+        linker.configure(colour="red")
+
+
 def test_bad_and_edge_input(toy_kb_dir):
     nlp = make_nlp(toy_kb_dir)
     empty = nlp("")
