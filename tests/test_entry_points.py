@@ -29,8 +29,12 @@ def test_registries_resolve_without_import():
     import spacy
     from spacy.util import registry
 
-    spacy.blank("en").add_pipe("arbo_linker")  # the factory, through the entry point
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker")  # the factories, through the entry points
+    nlp.add_pipe("multi_cross_reranker")
     assert registry.misc.get("spacy_arbo.KBFromDir.v1")
     assert registry.scorers.get("spacy_arbo.arbo_linker_scorer.v1")
     assert registry.architectures.get("spacy_arbo.DualEncoder.v1")
     assert registry.readers.get("spacy_arbo.PubTatorCorpus.v1")
+    assert registry.architectures.get("spacy_arbo.CrossEncoder.v1")
+    assert registry.losses.get("spacy_arbo.arborescence.v1") and registry.losses.get("spacy_arbo.fgsm.v1")
