@@ -49,7 +49,7 @@ learn_scale = true
 @architectures = "spacy_arbo.TransformerTower.v1"
 pooling = "mean"
 max_length = 64
-use_markers = true
+use_markers = false
 
 [model.mention_tower.name]
 @misc = "spacy_arbo.default_encoder_path.v1"
@@ -75,7 +75,7 @@ for _attr in ("kb_candidates", "kb_ents", "arbo_cluster", "arbo_path"):
         "use_gold_ents": True,
         "context_chars": 0,
         "use_long_form": False,
-        "entity_fields": ["aliases"],
+        "entity_fields": [],
         "max_aliases": 8,
         "index": {"kind": "flat"},
         "index_aliases": False,
@@ -168,7 +168,7 @@ class ArboLinker(TrainablePipe):
         use_gold_ents: bool = True,
         context_chars: int = 0,
         use_long_form: bool = False,
-        entity_fields: Sequence[str] = ("aliases",),
+        entity_fields: Sequence[str] = (),
         max_aliases: int = 8,
         index: Optional[Dict[str, Any]] = None,
         index_aliases: bool = False,

@@ -45,7 +45,7 @@ def test_candidates_equal_brute_force_scoring(toy_kb_dir, toy_kb, toy_docs):
     docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
     spans = [e for d in docs for e in d.ents]
     mentions = linker.encode_mentions(linker.mention_inputs(spans))
-    entities = linker.model.ops.to_numpy(linker.model.predict(([], entity_inputs(toy_kb, ["aliases"])))[1])
+    entities = linker.model.ops.to_numpy(linker.model.predict(([], entity_inputs(toy_kb, linker.cfg["entity_fields"])))[1])
     scores = mentions @ entities.T
     for span, row in zip(spans, scores):
         order = np.argsort(-row, kind="stable")[:4]
