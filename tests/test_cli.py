@@ -97,11 +97,19 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monk
     assert err.startswith("error: ") and message in err and "\n" not in err
 
 
-def test_evaluate_with_clustering_reports_ari(files, capsys):
+@pytest.fixture
+def linked(files):
+    """A KB, a converted corpus and an initialized hashed-tower pipeline, through the CLI."""
     tmp, ctd, corpus, config = files
-    main(["build-kb", str(ctd), str(tmp / "kb")])
-    main(["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")])
-    main(["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)])
+    for argv in (["build-kb", str(ctd), str(tmp / "kb")],
+                 ["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")],
+                 ["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)]):
+        assert main(argv) == 0
+    return tmp
+
+
+def test_evaluate_with_clustering_reports_ari(linked, capsys):
+    tmp = linked
     out = tmp / "clustering.json"
     assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
                  "--set", "linking=clustering", "--set", "graph=undirected", "--set", "knn_mentions=2"]) == 0
@@ -126,11 +134,9 @@ def test_report_table_and_plot(tmp_path, capsys):
     assert main(["report", str(tmp_path / "empty")]) == 1
 
 
-def test_discover_writes_nil_clusters_as_kb_records(files, capsys):
-    tmp, ctd, corpus, config = files
-    main(["build-kb", str(ctd), str(tmp / "kb")])
-    main(["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")])
-    main(["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)])
+def test_discover_writes_nil_clusters_as_kb_records(linked, capsys):
+    tmp = linked
+    capsys.readouterr()
     out = tmp / "new.jsonl"
     # Every edge is cut: each mention becomes its own discovered entity.
     assert main(["discover", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
