@@ -2,7 +2,7 @@
 import hashlib
 import io
 import math
-from typing import Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import Dict, List, Optional
 
 import srsly
 import torch
@@ -16,8 +16,6 @@ from .transformer import TransformerTower
 
 SIMILARITIES = ("cosine", "dot")
 TOWER_KINDS: Dict[str, type] = {TransformerTower.kind: TransformerTower, HashedNgramTower.kind: HashedNgramTower}
-
-T = TypeVar("T")
 
 
 class DualEncoder(nn.Module):
@@ -117,9 +115,3 @@ class DualEncoder(nn.Module):
             module.logistic_calibration.copy_(own["logistic_calibration"])
         return module
 
-
-def in_batches(items: Sequence[T], batch_size: int, encode: Callable[[List[T]], torch.Tensor]) -> torch.Tensor:
-    """Encode a long sequence batch by batch, concatenating the results."""
-    if not items:
-        raise ArboError("Nothing to encode.")
-    return torch.cat([encode(list(items[i: i + batch_size])) for i in range(0, len(items), batch_size)])

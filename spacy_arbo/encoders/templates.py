@@ -61,7 +61,3 @@ def entity_input(entity: Entity, fields: Sequence[str], max_aliases: int = 8) ->
 def entity_inputs(entities: Iterable[Entity], fields: Sequence[str], max_aliases: int = 8) -> List[EntityInput]:
     return [entity_input(e, fields, max_aliases) for e in entities]
 
-
-def alias_inputs(aliases: Iterable[str]) -> List[MentionInput]:
-    """KB synonyms as context-free mentions: a free source of (mention, entity) pairs."""
-    return [MentionInput("", alias, "") for alias in aliases]
