@@ -205,7 +205,6 @@ class ArboLinker(TrainablePipe):
             "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed, "linking": linking, "graph": graph,
             "knn_mentions": knn_mentions, "min_similarity": min_similarity, "clustering_scope": clustering_scope,
         }
-        self.configure()
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
         self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
@@ -220,6 +219,7 @@ class ArboLinker(TrainablePipe):
         self._rng = np.random.default_rng(seed)
         self._scorer = scorer
         self.scorer = self._score_with_gold_ents if scorer is not None else None
+        self.configure()
 
     def configure(self, **settings: Any) -> None:
         """Change inference settings (linking mode, graph, thresholds) and check them."""
@@ -245,8 +245,8 @@ class ArboLinker(TrainablePipe):
         if not len(kb):
             raise ArboError(f"{self.name}: the KB is empty.")
         self.kb = kb
-        self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
-        self._entity_inputs: Optional[List[EntityInput]] = None
+        self._alias_pair_cache = None
+        self._entity_inputs = None
 
     def _require_kb(self) -> EntityStore:
         if self.kb is None:
@@ -266,7 +266,7 @@ class ArboLinker(TrainablePipe):
     def entity_texts(self) -> Tuple[List[EntityInput], np.ndarray]:
         """What the entity tower encodes, and which entity row each vector belongs to."""
         kb = self._require_kb()
-        inputs = entity_inputs(kb, self.cfg["entity_fields"], self.cfg["max_aliases"])
+        inputs = list(self._entity_input_cache())
         owners = list(range(len(kb)))
         if self.cfg["index_aliases"]:
             for row, entity in enumerate(kb):
