@@ -16,17 +16,31 @@ def load_pipeline(path: str):
 
 
 # Inference-time settings of arbo_linker that `evaluate --set` may change.
-LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "threshold", "top_k",
-                   "index_aliases", "candidate_source")
+LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "transductive",
+                   "threshold", "top_k", "index_aliases", "candidate_source")
 
 
-def apply_settings(nlp, settings: List[str]) -> None:
+def configured_pipeline(args: argparse.Namespace):
+    """The pipeline with `--set` applied and, with `--anchors-from`, the gold mentions of
+    that corpus as anchors for transductive clustering."""
+    from .corpora import read_docbin
+    from .pipeline.arbo_linker import ArboLinker
+
+    nlp = load_pipeline(args.pipeline)
+    linkers = [proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker)]
+    apply_settings(linkers, args.set or [])
+    if args.anchors_from:
+        docs = read_docbin(args.anchors_from, nlp.vocab)
+        for linker in linkers:
+            linker.set_training_mentions(docs)
+            linker.configure(transductive=True)
+    return nlp
+
+
+def apply_settings(linkers: List, settings: List[str]) -> None:
     """Apply `KEY=VALUE` (VALUE parsed as JSON, else a string) to every arbo_linker."""
     import srsly
 
-    from .pipeline.arbo_linker import ArboLinker
-
-    linkers = [proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker)]
     for setting in settings:
         key, sep, raw = setting.partition("=")
         if not sep or key not in LINKER_SETTINGS:
@@ -85,8 +99,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
     from .evaluation import evaluate_linking, format_metrics, gold_id_set
 
-    nlp = load_pipeline(args.pipeline)
-    apply_settings(nlp, args.set or [])
+    nlp = configured_pipeline(args)
     docs = read_docbin(args.data, nlp.vocab)
     seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
     metrics = evaluate_linking(nlp, docs, seen_ids=seen)
@@ -103,8 +116,7 @@ def discover_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
     from .discovery import discover_entities
 
-    nlp = load_pipeline(args.pipeline)
-    apply_settings(nlp, args.set or [])
+    nlp = configured_pipeline(args)
     result = discover_entities(nlp, read_docbin(args.data, nlp.vocab), min_size=args.min_size)
     with atomic_path(args.output) as tmp:
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result["records"]), encoding="utf8")
@@ -172,6 +184,8 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--output", help="write the metrics as JSON here")
     cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
+    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
+                     help="cluster transductively: add this corpus's gold mentions as anchors")
     cmd.set_defaults(func=evaluate_command)
 
     cmd = commands.add_parser("discover", help="cluster a corpus and propose its NIL clusters as new KB entries")
@@ -180,6 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--output", default="new_entities.jsonl")
     cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
     cmd.add_argument("--set", action="append", metavar="KEY=VALUE", help="arbo_linker settings, as for evaluate")
+    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy", help="as for evaluate")
     cmd.set_defaults(func=discover_command)
 
     cmd = commands.add_parser("report", help="results table (markdown) and recall@k plot from evaluate JSON files")

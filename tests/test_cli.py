@@ -120,6 +120,23 @@ def test_evaluate_with_clustering_reports_ari(linked, capsys):
     assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--set", "colour=red"]) == 1
 
 
+def test_evaluate_transductive_anchors_decide_links(linked):
+    tmp = linked
+    # Anchors that say "cough" means fever: the identical test mention follows them.
+    wrong = tmp / "anchors.txt"
+    wrong.write_text(PUBTATOR.replace("cough\tDisease\tD003371", "cough\tDisease\tD005334"))
+    assert main(["convert", str(wrong), str(tmp / "anchors.spacy"), "--kb", str(tmp / "kb")]) == 0
+    out = tmp / "transductive.json"
+    scores = []
+    for anchors in (None, "anchors.spacy"):
+        argv = ["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
+                "--set", "linking=clustering"]
+        assert main(argv + (["--anchors-from", str(tmp / anchors)] if anchors else [])) == 0
+        scores.append(json.loads(out.read_text())["accuracy"])
+    # pyrexia's gold id is not in the KB (a NIL mention): 3 of 4 at best.
+    assert scores == [0.75, 0.5]
+
+
 def test_report_table_and_plot(tmp_path, capsys):
     metrics = tmp_path / "metrics"
     metrics.mkdir()

@@ -166,8 +166,8 @@ def nearest_neighbours(
 
     Brute force, for up to some tens of thousands of keys; for more, search a FAISS
     index instead (`FaissIndex.search` returns (scores, ids): pass ids as indices).
-    exclude_self (queries are the keys, row for row) leaves each query out of its own
-    list. Best first; ties go to the lower index; slots beyond the available keys hold
+    exclude_self (the queries are the first rows of the keys) leaves each query out of
+    its own list. Best first; ties go to the lower index; slots beyond the available keys hold
     -1 and -inf.
     """
     query_matrix = _as_matrix(queries, "queries")
@@ -175,9 +175,9 @@ def nearest_neighbours(
     if query_matrix.shape[1] != key_matrix.shape[1]:
         raise ArboError(f"Queries have dimension {query_matrix.shape[1]} but keys have "
                         f"dimension {key_matrix.shape[1]}.")
-    if exclude_self and len(query_matrix) != len(key_matrix):
-        raise ArboError(f"exclude_self needs the queries to be the keys; got {len(query_matrix)} "
-                        f"queries and {len(key_matrix)} keys.")
+    if exclude_self and len(query_matrix) > len(key_matrix):
+        raise ArboError(f"exclude_self needs the queries to be the first rows of the keys; got "
+                        f"{len(query_matrix)} queries and {len(key_matrix)} keys.")
     for name, value in (("k", k), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ArboError(f"{name} must be a positive integer; got {value!r}.")

@@ -86,6 +86,7 @@ for _attr in ("kb_candidates", "kb_ents", "arbo_cluster", "arbo_path"):
         "knn_mentions": 8,
         "min_similarity": None,
         "clustering_scope": "batch",
+        "transductive": False,
         "objective": {"@losses": "spacy_arbo.in_batch.v1"},
         "refresh_every": 200,
         "alias_pairs_per_batch": 0,
@@ -118,6 +119,7 @@ def make_arbo_linker(
     knn_mentions: int,
     min_similarity: Optional[float],
     clustering_scope: str,
+    transductive: bool,
     objective: Objective,
     refresh_every: int,
     alias_pairs_per_batch: int,
@@ -130,7 +132,8 @@ def make_arbo_linker(
         context_chars=context_chars, use_long_form=use_long_form, entity_fields=entity_fields,
         max_aliases=max_aliases, index=index, index_aliases=index_aliases, batch_size=batch_size,
         use_gpu_index=use_gpu_index, linking=linking, graph=graph, knn_mentions=knn_mentions,
-        min_similarity=min_similarity, clustering_scope=clustering_scope, objective=objective, refresh_every=refresh_every,
+        min_similarity=min_similarity, clustering_scope=clustering_scope, transductive=transductive,
+        objective=objective, refresh_every=refresh_every,
         alias_pairs_per_batch=alias_pairs_per_batch, seed=seed, scorer=scorer,
     )
 
@@ -179,6 +182,7 @@ class ArboLinker(TrainablePipe):
         knn_mentions: int = 8,
         min_similarity: Optional[float] = None,
         clustering_scope: str = "batch",
+        transductive: bool = False,
         objective: Optional[Objective] = None,
         refresh_every: int = 200,
         alias_pairs_per_batch: int = 0,
@@ -204,6 +208,7 @@ class ArboLinker(TrainablePipe):
             "use_gpu_index": use_gpu_index, "refresh_every": refresh_every,
             "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed, "linking": linking, "graph": graph,
             "knn_mentions": knn_mentions, "min_similarity": min_similarity, "clustering_scope": clustering_scope,
+            "transductive": transductive,
         }
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
@@ -215,6 +220,8 @@ class ArboLinker(TrainablePipe):
         # Training state: the corpus's gold mentions, and whether vectors lag the weights.
         self.corpus = TrainingMentions()
         self._updates = 0
+        # The update count the corpus vectors were encoded at (None: no current vectors).
+        self._corpus_encoded_at: Optional[int] = None
         self._stale = False
         self._rng = np.random.default_rng(seed)
         self._scorer = scorer
@@ -325,11 +332,7 @@ class ArboLinker(TrainablePipe):
         examples = list(get_examples()) if get_examples is not None else []
         if examples:
             validate_examples(examples, f"{self.name}.initialize")
-        self.corpus = TrainingMentions.collect(
-            (ent, self.mention_inputs([ent])[0], row)
-            for eg in examples for ent in eg.reference.ents
-            if (row := gold_row(kb, ent.kb_id_)) is not None
-        )
+        self.set_training_mentions(eg.reference for eg in examples)
         self.model.initialize()
         kb_dir = getattr(kb, "path", None)
         if self.cfg["candidate_source"] != "tfidf":
@@ -337,6 +340,29 @@ class ArboLinker(TrainablePipe):
                 self.refresh_index()
         if self.cfg["candidate_source"] != "dense":
             self.tfidf = TfidfAliasIndex.build(kb)
+
+    def set_training_mentions(self, docs: Iterable[Doc]) -> None:
+        """Keep the gold mentions of `docs`: the arborescence objective's graph nodes, and
+        with `transductive` the clustering's anchors (stored with the pipeline)."""
+        kb = self._require_kb()
+        self.corpus = TrainingMentions.collect(
+            (ent, self.mention_inputs([ent])[0], row)
+            for doc in docs for ent in doc.ents
+            if (row := gold_row(kb, ent.kb_id_)) is not None
+        )
+        self._corpus_encoded_at = None
+
+    def _anchors(self) -> TrainingMentions:
+        """The training mentions with vectors from the current weights."""
+        if not len(self.corpus):
+            raise ArboError(
+                f"'{self.name}': transductive clustering needs the training mentions. Train or initialize "
+                "the pipeline with transductive = true, or call set_training_mentions(docs) "
+                "(CLI: evaluate --anchors-from TRAIN.spacy)."
+            )
+        if self._corpus_encoded_at != self._updates:
+            self.refresh_corpus_vectors()
+        return self.corpus
 
     # Prediction ---------------------------------------------------------------------
 
@@ -412,10 +438,14 @@ class ArboLinker(TrainablePipe):
     def _cluster(self, docs: List[Doc], spans_per_doc: List[List[Span]], mentions: List[MentionInput]) -> List[Link]:
         """ArboEL A.2-A.3: partition a graph of each mention's k nearest mentions and its
         nearest entity; a mention links to its cluster's entity, a cluster without one is
-        NIL (a discovered entity). Scope: all docs of the batch, or each doc alone."""
+        NIL (a discovered entity). Scope: all docs of the batch, or each doc alone.
+        `transductive` adds the training mentions as nodes anchored to their gold entity
+        (ArboEL's transductive setting): they join every group's kNN search."""
         kb = self._require_kb()
         vectors = self.encode_mentions(mentions)
         candidates = self.candidates_for(mentions, vectors)
+        anchors = self._anchors() if self.cfg["transductive"] else TrainingMentions()
+        anchor_vectors = anchors.vectors if len(anchors) else vectors[:0]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
         groups = ([list(range(len(located)))] if self.cfg["clustering_scope"] == "batch" else
                   [[i for i, (d, _) in enumerate(located) if d == doc_index] for doc_index in range(len(docs))])
@@ -423,19 +453,30 @@ class ArboLinker(TrainablePipe):
         next_cluster = 0
         for group in filter(None, groups):
             members = np.asarray(group)
-            k = min(self.cfg["knn_mentions"], len(members) - 1)
+            # Nodes: the group's mentions, then the anchors (which only lend their entity,
+            # so they need no neighbour lists of their own).
+            nodes = np.concatenate([vectors[members], anchor_vectors])
+            n_anchors = len(anchor_vectors)
+            k = min(self.cfg["knn_mentions"], len(nodes) - 1)
             if k > 0:
-                knn, similarity = nearest_neighbours(vectors[members], vectors[members], k, exclude_self=True)
+                knn, similarity = nearest_neighbours(vectors[members], nodes, k, exclude_self=True)
             else:
                 knn, similarity = np.zeros((len(members), 0), np.int64), np.zeros((len(members), 0), np.float32)
+            knn = np.concatenate([knn, np.full((n_anchors, knn.shape[1]), -1, np.int64)])
+            similarity = np.concatenate([similarity, np.zeros((n_anchors, knn.shape[1]), np.float32)])
             top = [candidates[i][0] if candidates[i] else None for i in members]
-            entity_rows = np.asarray([kb.row(t[0]) if t else -1 for t in top], dtype=np.int64)
-            entity_scores = np.asarray([t[1] if t else -np.inf for t in top], dtype=np.float32)
-            result = partition(knn, similarity, entity_rows, entity_scores, graph=self.cfg["graph"],
-                               min_similarity=self.cfg["min_similarity"])
+            entity_rows = np.asarray([kb.row(t[0]) if t else -1 for t in top] + [-1] * n_anchors, dtype=np.int64)
+            entity_scores = np.asarray([t[1] if t else -np.inf for t in top] + [-np.inf] * n_anchors,
+                                       dtype=np.float32)
+            anchor_entities = np.concatenate([np.full(len(members), -1, np.int64), anchors.gold_rows]) \
+                if n_anchors else None
+            result = partition(knn, similarity, entity_rows, entity_scores, anchor_entities=anchor_entities,
+                               graph=self.cfg["graph"], min_similarity=self.cfg["min_similarity"])
             for local, i in enumerate(members):
                 entity = int(result.entity[local])
-                path = [kb.ids[idx] if kind == "entity" else self._describe(located[members[idx]])
+                path = [kb.ids[idx] if kind == "entity" else
+                        self._describe(located[members[idx]]) if idx < len(members) else
+                        (-1, -1, -1, anchors.mentions[idx - len(members)].mention)
                         for kind, idx in result.path(local)]
                 if path and not isinstance(path[0], str):
                     path.insert(0, NIL)
@@ -507,6 +548,8 @@ class ArboLinker(TrainablePipe):
         """Re-encode the cached training mentions (ArboEL's graph nodes) with current weights."""
         if len(self.corpus):
             self.corpus.vectors = self.encode_mentions(self.corpus.mentions, progress=True)
+            self.corpus.vectors_fingerprint = get_module(self.model).fingerprint()
+            self._corpus_encoded_at = self._updates
 
     def update(
         self,
@@ -563,6 +606,8 @@ class ArboLinker(TrainablePipe):
             self.index.to_disk(path / "index")
         if self.tfidf is not None:
             self.tfidf.to_disk(path / "tfidf")
+        if self.cfg["transductive"] and len(self.corpus):
+            self._anchors().to_disk(path / "anchors", self.kb)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         path = Path(path)
@@ -576,4 +621,9 @@ class ArboLinker(TrainablePipe):
                 path / "index", expected_fingerprint=self.index_fingerprint, use_gpu=self.cfg["use_gpu_index"])
         if (path / "tfidf").exists():
             self.tfidf = TfidfAliasIndex.from_disk(path / "tfidf", expected_fingerprint=self.kb.fingerprint())
+        if (path / "anchors").exists():
+            self.corpus = TrainingMentions.from_disk(path / "anchors", self.kb)
+            # Vectors from other weights are re-encoded (from the stored texts) on first use.
+            current = self.corpus.vectors_fingerprint == get_module(self.model).fingerprint()
+            self._corpus_encoded_at = self._updates if current else None
         return self

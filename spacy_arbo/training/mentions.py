@@ -5,14 +5,17 @@ mines negatives among non-coreferent ones, so the component keeps every gold men
 the training corpus with a cached embedding, refreshed as the encoder changes.
 """
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Dict, Hashable, Iterable, List, Optional, Tuple
 
 import numpy as np
+import srsly
 from spacy.tokens import Span
 
 from ..encoders.templates import MentionInput
 from ..kb.entities import NIL
 from ..kb.store import EntityStore
+from ..util import ArboError, atomic_path
 
 MentionKey = Tuple[Hashable, int, int]
 
@@ -49,6 +52,8 @@ class TrainingMentions:
     gold_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     keys: Dict[MentionKey, int] = field(default_factory=dict)
     vectors: Optional[np.ndarray] = None
+    # Encoder fingerprint the vectors were made with: other weights mean stale vectors.
+    vectors_fingerprint: Optional[str] = None
 
     @classmethod
     def collect(cls, spans_and_rows: Iterable[Tuple[Span, MentionInput, int]]) -> "TrainingMentions":
@@ -70,3 +75,36 @@ class TrainingMentions:
         order = np.argsort(self.gold_rows, kind="stable")
         rows, starts = np.unique(self.gold_rows[order], return_index=True)
         return {int(r): idx for r, idx in zip(rows, np.split(order, starts[1:]))}
+
+    def to_disk(self, path: Path, kb: EntityStore) -> None:
+        """Store mentions, gold ids and vectors (the transductive clustering's anchors).
+        Gold entities are stored as KB ids, so the file does not depend on row order."""
+        if self.vectors is None or len(self.vectors) != len(self):
+            raise ArboError("The training mentions have no current vectors to store.")
+        with atomic_path(path) as tmp:
+            tmp.mkdir()
+            np.save(tmp / "vectors.npy", self.vectors.astype(np.float32, copy=False))
+            srsly.write_msgpack(tmp / "mentions.msgpack", {
+                "mentions": [[m.left, m.mention, m.right] for m in self.mentions],
+                "kb_ids": [kb.ids[row] for row in self.gold_rows],
+                "vectors_fingerprint": self.vectors_fingerprint,
+            })
+
+    @classmethod
+    def from_disk(cls, path: Path, kb: EntityStore) -> "TrainingMentions":
+        try:
+            data = srsly.read_msgpack(path / "mentions.msgpack")
+            vectors = np.load(path / "vectors.npy", allow_pickle=False)
+            mentions = [MentionInput(*m) for m in data["mentions"]]
+            kb_ids, fingerprint = list(data["kb_ids"]), data["vectors_fingerprint"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
+        unknown = sorted({i for i in kb_ids if i not in kb})
+        if unknown:
+            raise ArboError(f"'{path}': {len(unknown)} stored training mentions link to ids the KB lacks, "
+                            f"e.g. {unknown[:3]}.")
+        if vectors.ndim != 2 or len(vectors) != len(mentions) or len(kb_ids) != len(mentions):
+            raise ArboError(f"'{path}': {len(mentions)} mentions, {len(kb_ids)} ids and vectors of "
+                            f"shape {vectors.shape} do not match.")
+        return cls(mentions, np.asarray([kb.row(i) for i in kb_ids], dtype=np.int64),
+                   vectors=vectors, vectors_fingerprint=fingerprint)

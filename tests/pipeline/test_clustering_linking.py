@@ -74,3 +74,58 @@ def test_bad_clustering_settings(toy_kb_dir):
         make_nlp(toy_kb_dir, linking="clustering", graph="tree")
     with pytest.raises(ArboError, match="needs mention vectors"):
         make_nlp(toy_kb_dir, linking="clustering", candidate_source="tfidf")
+
+
+def relabelled(doc, kb_id):
+    """A copy of `doc` whose mentions all carry `kb_id`: anchors that contradict retrieval."""
+    from spacy.tokens import Span
+
+    copy = doc.copy()
+    copy.ents = [Span(copy, e.start, e.end, label=e.label_, kb_id=kb_id) for e in doc.ents]
+    return copy
+
+
+def transductive_nlp(toy_kb_dir, toy_docs, graph="directed"):
+    nlp = make_nlp(toy_kb_dir, linking="clustering", graph=graph, knn_mentions=3)
+    linker = nlp.get_pipe("arbo_linker")
+    linker.set_training_mentions([relabelled(toy_docs[2], "MESH:D003920")])
+    linker.configure(transductive=True)
+    return nlp
+
+
+@pytest.mark.parametrize("graph", ["directed", "undirected"])
+def test_transductive_anchors_lend_their_gold_entity(toy_kb_dir, toy_docs, graph):
+    fever = toy_docs[2]  # "Fever and coughing were reported."
+    plain = make_nlp(toy_kb_dir, linking="clustering", graph=graph, knn_mentions=3)
+    assert "MESH:D003920" not in [e.kb_id_ for e in plain(unlinked(plain, [fever])[0]).ents]
+    nlp = transductive_nlp(toy_kb_dir, toy_docs, graph)
+    doc = nlp(unlinked(nlp, [fever])[0])
+    # Each mention's identical anchor (a training mention, doc index -1) outbids retrieval.
+    for ent in doc.ents:
+        assert ent.kb_id_ == "MESH:D003920"
+        assert ent._.arbo_path == ["MESH:D003920", (-1, -1, -1, ent.text), (0, ent.start_char, ent.end_char, ent.text)]
+    # Mentions the anchors do not reach keep their own links.
+    other = nlp(unlinked(nlp, [toy_docs[3]])[0])
+    assert [e.kb_id_ for e in other.ents] == [e.kb_id_ for e in plain(unlinked(plain, [toy_docs[3]])[0]).ents]
+
+
+def test_transductive_anchors_round_trip(tmp_path, toy_kb_dir, toy_docs):
+    nlp = transductive_nlp(toy_kb_dir, toy_docs)
+    before = clusters(nlp.pipe(unlinked(nlp, toy_docs)))
+    nlp.to_disk(tmp_path / "p")
+    assert (tmp_path / "p" / "arbo_linker" / "anchors" / "vectors.npy").exists()
+    loaded = spacy.load(tmp_path / "p")
+    assert clusters(loaded.pipe(unlinked(loaded, toy_docs))) == before
+
+
+def test_transductive_needs_training_mentions(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, linking="clustering", transductive=True)
+    with pytest.raises(ArboError, match="needs the training mentions"):
+        nlp(unlinked(nlp, toy_docs[:1])[0])
+
+
+def test_corrupt_stored_anchors_name_the_file(tmp_path, toy_kb_dir, toy_docs):
+    transductive_nlp(toy_kb_dir, toy_docs).to_disk(tmp_path / "p")
+    (tmp_path / "p" / "arbo_linker" / "anchors" / "vectors.npy").write_bytes(b"not numpy")
+    with pytest.raises(ArboError, match="stored training mentions in .*anchors"):
+        spacy.load(tmp_path / "p")
