@@ -442,6 +442,7 @@ class ArboLinker(TrainablePipe):
         `transductive` adds the training mentions as nodes anchored to their gold entity
         (ArboEL's transductive setting): they join every group's kNN search."""
         kb = self._require_kb()
+        ids = kb.ids
         vectors = self.encode_mentions(mentions)
         candidates = self.candidates_for(mentions, vectors)
         anchors = self._anchors() if self.cfg["transductive"] else TrainingMentions()
@@ -474,13 +475,13 @@ class ArboLinker(TrainablePipe):
                                graph=self.cfg["graph"], min_similarity=self.cfg["min_similarity"])
             for local, i in enumerate(members):
                 entity = int(result.entity[local])
-                path = [kb.ids[idx] if kind == "entity" else
+                path = [ids[idx] if kind == "entity" else
                         self._describe(located[members[idx]]) if idx < len(members) else
                         (-1, -1, -1, anchors.mentions[idx - len(members)].mention)
                         for kind, idx in result.path(local)]
                 if path and not isinstance(path[0], str):
                     path.insert(0, NIL)
-                links[i] = Link(candidates[i], kb.ids[entity] if entity >= 0 else NIL,
+                links[i] = Link(candidates[i], ids[entity] if entity >= 0 else NIL,
                                 next_cluster + int(result.cluster[local]), path)
             next_cluster += result.n_clusters
         return links

@@ -81,12 +81,13 @@ class TrainingMentions:
         Gold entities are stored as KB ids, so the file does not depend on row order."""
         if self.vectors is None or len(self.vectors) != len(self):
             raise ArboError("The training mentions have no current vectors to store.")
+        ids = kb.ids
         with atomic_path(path) as tmp:
             tmp.mkdir()
             np.save(tmp / "vectors.npy", self.vectors.astype(np.float32, copy=False))
             srsly.write_msgpack(tmp / "mentions.msgpack", {
                 "mentions": [[m.left, m.mention, m.right] for m in self.mentions],
-                "kb_ids": [kb.ids[row] for row in self.gold_rows],
+                "kb_ids": [ids[row] for row in self.gold_rows],
                 "vectors_fingerprint": self.vectors_fingerprint,
             })
 

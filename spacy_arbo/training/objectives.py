@@ -311,8 +311,11 @@ def make_proxy(alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed"
 
 
 @registry.losses("spacy_arbo.fgsm.v1")
-def make_fgsm(base: Objective, epsilon: float = 0.01, lam: float = 1.0) -> Objective:
-    """Wraps `proxy` or `in_batch` (or `hard_negatives`) with FGSM adversarial entities."""
+def make_fgsm(base: Optional[Objective] = None, epsilon: float = 0.01, lam: float = 1.0) -> Objective:
+    """Wraps `proxy` or `in_batch` (or `hard_negatives`) with FGSM adversarial entities.
+    Without `base`, the proxy loss with its defaults, as PEL pairs them; a default also
+    lets a command-line override switch to FGSM, which cannot add a `base` block."""
+    base = Proxy() if base is None else base
     if not isinstance(base, EntityEdges):
         raise ArboError("fgsm wraps an objective over (mention, entity) edges: in_batch, hard_negatives or proxy.")
     return Adversarial(base, epsilon=epsilon, lam=lam)

@@ -192,3 +192,13 @@ def test_spacy_train_end_to_end(tmp_path, toy_kb_dir):
     gold = [make_doc(best, t, m) for t, m in TOY_TEXTS]
     predicted = [e.kb_id_ for d in best.pipe(unlinked(best, gold)) for e in d.ents]
     assert predicted == [e.kb_id_ for d in gold for e in d.ents]
+
+
+def test_fgsm_without_base_wraps_the_proxy_loss():
+    from spacy.util import registry
+
+    from spacy_arbo.training.objectives import Adversarial, Proxy
+
+    objective = registry.resolve({"o": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.02}})["o"]
+    assert isinstance(objective, Adversarial) and isinstance(objective.base, Proxy)
+    assert objective.epsilon == 0.02
