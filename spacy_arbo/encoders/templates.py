@@ -5,7 +5,7 @@ ArboEL/BLINK templates: mention `ctx_left [START] mention [END] ctx_right`, enti
 only decides which text goes into which slot.
 """
 from dataclasses import dataclass
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 from spacy.tokens import Span
 
@@ -29,21 +29,13 @@ class EntityInput:
     description: str
 
 
-def mention_input(span: Span, context_chars: int, use_long_form: bool = False) -> MentionInput:
-    """The mention text with up to `context_chars` characters of context on each side.
-
-    With `use_long_form`, a span whose `_.long_form` was set by scispacy's
-    AbbreviationDetector (e.g. `DM` -> `diabetes mellitus`) is encoded by its long form.
-    """
+def mention_input(span: Span, context_chars: int, long_form: Optional[str] = None) -> MentionInput:
+    """The mention text (or the long form of an abbreviation, when given) with up to
+    `context_chars` characters of context on each side."""
     text = span.doc.text
-    mention = span.text
-    if use_long_form and Span.has_extension("long_form"):
-        long_form = span._.long_form
-        if long_form is not None:
-            mention = long_form.text if isinstance(long_form, Span) else str(long_form)
     left = text[max(0, span.start_char - context_chars): span.start_char] if context_chars else ""
     right = text[span.end_char: span.end_char + context_chars] if context_chars else ""
-    return MentionInput(left.strip(), mention, right.strip())
+    return MentionInput(left.strip(), long_form or span.text, right.strip())
 
 
 def entity_input(entity: Entity, fields: Sequence[str], max_aliases: int = 8) -> EntityInput:

@@ -27,6 +27,7 @@ from ..linking.clustering import GRAPHS, nearest_neighbours, partition
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
+from .abbreviations import LongForms
 from .gold_ents import with_gold_mentions
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 
@@ -213,6 +214,7 @@ class ArboLinker(TrainablePipe):
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
         self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
+        self._long_forms: Optional[LongForms] = None
         self._entity_inputs: Optional[List[EntityInput]] = None
         self.index: Optional[FaissIndex] = None
         self.tfidf: Optional[TfidfAliasIndex] = None
@@ -374,7 +376,21 @@ class ArboLinker(TrainablePipe):
         ]
 
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
-        return [mention_input(s, self.cfg["context_chars"], self.cfg["use_long_form"]) for s in spans]
+        """What the mention tower reads; with `use_long_form`, an abbreviation defined in
+        its doc is read as its long form (in training and inference alike)."""
+        context = self.cfg["context_chars"]
+        if not self.cfg["use_long_form"]:
+            return [mention_input(s, context) for s in spans]
+        if self._long_forms is None:
+            self._long_forms = LongForms(self.vocab)
+        per_doc: Dict[int, Dict[Tuple[int, int], str]] = {}
+        inputs = []
+        for span in spans:
+            forms = per_doc.get(id(span.doc))
+            if forms is None:
+                forms = per_doc[id(span.doc)] = self._long_forms(span.doc)
+            inputs.append(mention_input(span, context, forms.get((span.start_char, span.end_char))))
+        return inputs
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
         return self._encode(list(mentions), lambda batch: self.model.predict((batch, []))[0],

@@ -175,3 +175,18 @@ def test_scorer_reports_recall_and_links(toy_kb_dir, toy_docs):
     assert scores["arbo_recall@1"] == pytest.approx(correct / len(gold))
     assert scores["nel_micro_r"] == pytest.approx(correct / len(gold))
     assert scores["arbo_recall@4"] >= scores["arbo_recall@1"]
+
+
+@pytest.mark.parametrize("upstream_detector", [False, True])
+def test_long_form_reads_a_defined_abbreviation_as_what_it_stands_for(toy_kb_dir, toy_docs, upstream_detector):
+    nlp = make_nlp(toy_kb_dir, use_long_form=True)
+    if upstream_detector:
+        nlp.add_pipe("abbreviation_detector", before="arbo_linker")
+    doc = nlp(unlinked(nlp, toy_docs)[1])  # "Wilson disease (WD) is rare; WD causes copper build-up."
+    linker = nlp.get_pipe("arbo_linker")
+    assert [m.mention for m in linker.mention_inputs(list(doc.ents))] == ["Wilson disease"] * 3
+    # Same text, no context: the short forms get exactly the long form's candidates.
+    assert doc.ents[1]._.kb_candidates == doc.ents[2]._.kb_candidates == doc.ents[0]._.kb_candidates
+    plain = make_nlp(toy_kb_dir)
+    assert [m.mention for m in plain.get_pipe("arbo_linker").mention_inputs(list(doc.ents))] == \
+        ["Wilson disease", "WD", "WD"]

@@ -1,0 +1,33 @@
+"""Long forms of abbreviations, for encoding a short form as what it stands for.
+
+About a third of NCBI Disease mentions are short forms ("WD", "FAP") that the abstract
+defines once ("Wilson disease (WD)"). scispacy's detector (Schwartz & Hearst 2003) finds
+those definitions; a short form alone says little to the encoder or to TF-IDF.
+"""
+from typing import Dict, Tuple
+
+from scispacy.abbreviation import AbbreviationDetector
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+
+
+class LongForms:
+    """Maps each short-form occurrence of a doc to its long form's text."""
+
+    def __init__(self, vocab: Vocab) -> None:
+        # The detector only needs a vocab for its matchers, not a whole pipeline.
+        self._detector = AbbreviationDetector(_VocabOnly(vocab))
+
+    def __call__(self, doc: Doc) -> Dict[Tuple[int, int], str]:
+        """(start_char, end_char) of each short form -> long form. Reuses the
+        `doc._.abbreviations` of an upstream `abbreviation_detector`, else finds them
+        (and leaves them on the doc, as that component would)."""
+        if not doc._.abbreviations:
+            self._detector(doc)
+        return {(s.start_char, s.end_char): s._.long_form.text for s in doc._.abbreviations
+                if s._.long_form is not None}
+
+
+class _VocabOnly:
+    def __init__(self, vocab: Vocab) -> None:
+        self.vocab = vocab
