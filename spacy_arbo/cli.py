@@ -93,6 +93,15 @@ def index_kb_command(args: argparse.Namespace) -> None:
     print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
 
 
+def configure_command(args: argparse.Namespace) -> None:
+    nlp = configured_pipeline(args)
+    with atomic_path(args.output) as tmp:
+        # Re-encodes the KB first when a setting changed the entity texts (index_aliases).
+        nlp.to_disk(tmp)
+    print(f"Wrote {args.output} with {', '.join(args.set or [])}"
+          + (f" and the anchors of {args.anchors_from}" if args.anchors_from else ""))
+
+
 def evaluate_command(args: argparse.Namespace) -> None:
     import srsly
 
@@ -176,6 +185,15 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("kb_dir")
     cmd.add_argument("--component", default="arbo_linker")
     cmd.set_defaults(func=index_kb_command)
+
+    cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("output")
+    cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help=f"arbo_linker setting ({', '.join(LINKER_SETTINGS)})")
+    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
+                     help="store this corpus's gold mentions as anchors for transductive clustering")
+    cmd.set_defaults(func=configure_command)
 
     cmd = commands.add_parser("evaluate", help="link the gold mentions of a .spacy file and score them")
     cmd.add_argument("pipeline")

@@ -167,3 +167,17 @@ def test_discover_writes_nil_clusters_as_kb_records(linked, capsys):
     assert main(["discover", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
                  "--set", "min_similarity=2.0", "--min-size", "2"]) == 0
     assert out.read_text() == ""
+
+
+def test_configure_stores_settings_that_evaluate_then_uses(linked, capsys):
+    import spacy
+
+    tmp = linked
+    assert main(["configure", str(tmp / "pipeline"), str(tmp / "aliases"), "--set", "index_aliases=true",
+                 "--set", "linking=clustering", "--anchors-from", str(tmp / "test.spacy")]) == 0
+    linker = spacy.load(tmp / "aliases").get_pipe("arbo_linker")
+    assert linker.cfg["index_aliases"] and linker.cfg["linking"] == "clustering" and linker.cfg["transductive"]
+    assert linker.index.ntotal == 3  # two names and the alias "pyrexia"
+    assert len(linker.corpus) == 3  # the gold mentions whose id is in the KB
+    assert main(["configure", str(tmp / "pipeline"), str(tmp / "x"), "--set", "graph=tree"]) == 1
+    assert "Unknown graph 'tree'" in capsys.readouterr().err and not (tmp / "x").exists()
