@@ -4,6 +4,7 @@ About a third of NCBI Disease mentions are short forms ("WD", "FAP") that the ab
 defines once ("Wilson disease (WD)"). scispacy's detector (Schwartz & Hearst 2003) finds
 those definitions; a short form alone says little to the encoder or to TF-IDF.
 """
+import warnings
 from typing import Dict, Tuple
 
 from scispacy.abbreviation import AbbreviationDetector
@@ -23,7 +24,10 @@ class LongForms:
         `doc._.abbreviations` of an upstream `abbreviation_detector`, else finds them
         (and leaves them on the doc, as that component would)."""
         if not doc._.abbreviations:
-            self._detector(doc)
+            with warnings.catch_warnings():
+                # The detector's second matcher is empty by design; spaCy warns (W036) about it.
+                warnings.filterwarnings("ignore", message=r"\[W036\]")
+                self._detector(doc)
         return {(s.start_char, s.end_char): s._.long_form.text for s in doc._.abbreviations
                 if s._.long_form is not None}
 
