@@ -181,3 +181,6 @@ def test_configure_stores_settings_that_evaluate_then_uses(linked, capsys):
     assert len(linker.corpus) == 3  # the gold mentions whose id is in the KB
     assert main(["configure", str(tmp / "pipeline"), str(tmp / "x"), "--set", "graph=tree"]) == 1
     assert "Unknown graph 'tree'" in capsys.readouterr().err and not (tmp / "x").exists()
+    # In place, as the workflow does after training.
+    assert main(["configure", str(tmp / "aliases"), str(tmp / "aliases"), "--set", "index_aliases=false"]) == 0
+    assert spacy.load(tmp / "aliases").get_pipe("arbo_linker").index.ntotal == 2
