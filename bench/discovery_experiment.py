@@ -19,11 +19,12 @@ from typing import Optional
 
 import spacy
 
+from spacy_arbo.cli import apply_settings
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.discovery import discover_entities
 from spacy_arbo.evaluation import gold_id_set
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.pipeline.arbo_linker import ArboLinker
+from spacy_arbo.pipeline.arbo_linker import arbo_linkers
 
 
 def threshold(text: str) -> Optional[float]:
@@ -39,15 +40,14 @@ def main() -> None:
     parser.add_argument("--graph", default="directed")
     parser.add_argument("--knn-mentions", type=int, default=8)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="arbo_linker setting applied first (VALUE as JSON), e.g. index_aliases=true")
+                        help="arbo_linker setting applied first, as for `evaluate --set`, e.g. index_aliases=true")
     parser.add_argument("--output", help="write every row as JSON here")
     args = parser.parse_args()
 
     nlp = spacy.load(args.pipeline)
-    linker = next(proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker))
-    for setting in args.set:
-        key, _, value = setting.partition("=")
-        linker.configure(**{key: json.loads(value)})
+    linkers = arbo_linkers(nlp)
+    apply_settings(linkers, args.set)
+    linker = linkers[0]
     kb = linker.kb
     docs = read_docbin(args.test, nlp.vocab)
     seen = gold_id_set(read_docbin(args.train, nlp.vocab))

@@ -16,10 +16,11 @@ from typing import Optional
 
 import spacy
 
+from spacy_arbo.cli import apply_settings
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import evaluate_linking
 from spacy_arbo.linking.clustering import GRAPHS
-from spacy_arbo.pipeline.arbo_linker import ArboLinker
+from spacy_arbo.pipeline.arbo_linker import arbo_linkers
 
 
 def threshold(text: str) -> Optional[float]:
@@ -36,15 +37,14 @@ def main() -> None:
     parser.add_argument("--knn-mentions", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=64, help="docs clustered together")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="arbo_linker setting applied first (VALUE as JSON), e.g. index_aliases=true")
+                        help="arbo_linker setting applied first, as for `evaluate --set`, e.g. index_aliases=true")
     parser.add_argument("--output", help="write every row as JSON here")
     args = parser.parse_args()
 
     nlp = spacy.load(args.pipeline)
-    linker = next(proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker))
-    for setting in args.set:
-        key, _, value = setting.partition("=")
-        linker.configure(**{key: json.loads(value)})
+    linkers = arbo_linkers(nlp)
+    apply_settings(linkers, args.set)
+    linker = linkers[0]
     docs = read_docbin(args.dev, nlp.vocab)
 
     rows = []

@@ -24,10 +24,10 @@ def configured_pipeline(args: argparse.Namespace):
     """The pipeline with `--set` applied and, with `--anchors-from`, the gold mentions of
     that corpus as anchors for transductive clustering."""
     from .corpora import read_docbin
-    from .pipeline.arbo_linker import ArboLinker
+    from .pipeline.arbo_linker import arbo_linkers
 
     nlp = load_pipeline(args.pipeline)
-    linkers = [proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker)]
+    linkers = arbo_linkers(nlp)
     apply_settings(linkers, args.set or [])
     if args.anchors_from:
         docs = read_docbin(args.anchors_from, nlp.vocab)

@@ -8,7 +8,7 @@ from spacy.tokens import Doc
 from .evaluation import strip_links
 from .kb.entities import NIL
 from .linking.clustering import adjusted_rand_index
-from .pipeline.arbo_linker import ArboLinker
+from .pipeline.arbo_linker import arbo_linkers
 from .util import ArboError
 
 
@@ -17,7 +17,7 @@ def discover_entities(
 ) -> Dict[str, Any]:
     """Link all mentions of `gold_docs` as one batch with clustering (cross-document), and
     turn each NIL cluster of at least `min_size` mentions into a scispacy-style record."""
-    linkers = [proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker)]
+    linkers = arbo_linkers(nlp)
     if not linkers:
         raise ArboError("discover needs a pipeline with an arbo_linker.")
     for linker in linkers:

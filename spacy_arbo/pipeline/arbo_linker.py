@@ -347,11 +347,10 @@ class ArboLinker(TrainablePipe):
         """Keep the gold mentions of `docs`: the arborescence objective's graph nodes, and
         with `transductive` the clustering's anchors (stored with the pipeline)."""
         kb = self._require_kb()
-        self.corpus = TrainingMentions.collect(
-            (ent, self.mention_inputs([ent])[0], row)
-            for doc in docs for ent in doc.ents
-            if (row := gold_row(kb, ent.kb_id_)) is not None
-        )
+        linked = [(ent, row) for doc in docs for ent in doc.ents if (row := gold_row(kb, ent.kb_id_)) is not None]
+        # One call, so each doc's abbreviations are found once rather than once per mention.
+        inputs = self.mention_inputs([ent for ent, _ in linked])
+        self.corpus = TrainingMentions.collect((ent, mention, row) for (ent, row), mention in zip(linked, inputs))
         self._corpus_encoded_at = None
 
     def _anchors(self) -> TrainingMentions:
@@ -644,3 +643,8 @@ class ArboLinker(TrainablePipe):
             current = self.corpus.vectors_fingerprint == get_module(self.model).fingerprint()
             self._corpus_encoded_at = self._updates if current else None
         return self
+
+
+def arbo_linkers(nlp: Language) -> List[ArboLinker]:
+    """The pipeline's arbo_linker components, in pipeline order."""
+    return [proc for _, proc in nlp.pipeline if isinstance(proc, ArboLinker)]
