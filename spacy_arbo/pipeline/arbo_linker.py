@@ -29,7 +29,7 @@ from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
 from .abbreviations import LongForms
 from .gold_ents import with_gold_mentions
-from .candidates import Candidates, fuse_candidates, rows_to_candidates
+from .candidates import Candidates, best_above, fuse_candidates, rows_to_candidates, write_link
 
 CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
 LINKINGS = ("independent", "clustering")
@@ -57,7 +57,7 @@ use_markers = false
 """
 )["model"]
 
-for _attr in ("kb_candidates", "kb_ents", "arbo_cluster", "arbo_path"):
+for _attr in ("arbo_cluster", "arbo_path"):
     if not Span.has_extension(_attr):
         Span.set_extension(_attr, default=None)
 
@@ -440,15 +440,11 @@ class ArboLinker(TrainablePipe):
             return [[] for _ in docs]
         mentions = self.mention_inputs(flat)
         if self.cfg["linking"] == "independent":
-            links = [Link(c, self._best_above_threshold(c)) for c in self.candidates_for(mentions)]
+            links = [Link(c, best_above(c, self.cfg["threshold"])) for c in self.candidates_for(mentions)]
         else:
             links = self._cluster(docs, spans_per_doc, mentions)
         remaining = iter(links)
         return [[next(remaining) for _ in spans] for spans in spans_per_doc]
-
-    def _best_above_threshold(self, ranked: Candidates) -> str:
-        threshold = self.cfg["threshold"]
-        return ranked[0][0] if ranked and (threshold is None or ranked[0][1] >= threshold) else NIL
 
     def _cluster(self, docs: List[Doc], spans_per_doc: List[List[Span]], mentions: List[MentionInput]) -> List[Link]:
         """ArboEL A.2-A.3: partition a graph of each mention's k nearest mentions and its
@@ -509,10 +505,7 @@ class ArboLinker(TrainablePipe):
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
         for doc, links in zip(docs, links_per_doc):
             for span, link in zip(self._spans_to_link(doc), links):
-                for token in span:
-                    token.ent_kb_id_ = link.kb_id
-                span._.kb_candidates = link.candidates
-                span._.kb_ents = link.candidates
+                write_link(span, link.kb_id, link.candidates)
                 span._.arbo_cluster = link.cluster
                 span._.arbo_path = link.path
 

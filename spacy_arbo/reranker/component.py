@@ -18,9 +18,9 @@ from spacy.util import SimpleFrozenList, registry
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, get_array_module
 
-from ..kb.entities import NIL
 from ..kb.store import EntityStore
 from ..scoring import accuracy, gold_ids, link_prf, mention_outcomes
+from ..pipeline.candidates import best_above, write_link
 from ..pipeline.gold_ents import with_gold_mentions
 from ..torch_model import get_module
 from ..util import ArboError
@@ -40,11 +40,6 @@ pair_attention = "full"
 @misc = "spacy_arbo.default_encoder_path.v1"
 """
 )["model"]
-
-for _attr in ("kb_candidates", "kb_ents"):
-    if not Span.has_extension(_attr):
-        Span.set_extension(_attr, default=None)
-
 
 @Language.factory(
     "multi_cross_reranker",
@@ -335,12 +330,7 @@ class MultiCrossReranker(TrainablePipe):
         threshold = self.cfg["threshold"]
         for doc, ranked_per_ent in zip(docs, ranked_per_doc):
             for ent, ranked in zip(doc.ents, ranked_per_ent):
-                best = ranked[0] if ranked else None
-                kb_id = best[0] if best and (threshold is None or best[1] >= threshold) else NIL
-                for token in ent:
-                    token.ent_kb_id_ = kb_id
-                ent._.kb_candidates = ranked
-                ent._.kb_ents = ranked
+                write_link(ent, best_above(ranked, threshold), ranked)
 
     # Training and scoring -------------------------------------------------------------------
 
