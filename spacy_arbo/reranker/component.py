@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 import srsly
+from scipy.special import expit
 from spacy import util
 from spacy.attrs import SENT_START
 from spacy.language import Language
@@ -20,6 +21,7 @@ from thinc.api import Config, Model, get_array_module
 
 from ..kb.store import EntityStore
 from ..scoring import accuracy, gold_ids, link_prf, mention_outcomes
+from ..pipeline.abbreviations import LongForms
 from ..pipeline.candidates import best_above, write_link
 from ..pipeline.gold_ents import with_gold_mentions
 from ..torch_model import get_module
@@ -28,6 +30,8 @@ from .packing import MODES, Mention, Pair, Pass, Sentence, pack
 
 CANDIDATES = "span._.kb_candidates"
 Ranked = List[Tuple[str, float]]
+# Per doc, per entity, per candidate.
+PerCandidate = List[List[List[Any]]]
 
 DEFAULT_MODEL = Config().from_str(
     """
@@ -55,6 +59,8 @@ pair_attention = "full"
         "max_mention_tokens": 16,
         "max_name_tokens": 24,
         "definition_tokens": 0,
+        "use_long_form": False,
+        "retrieval_weight": 0.0,
         "batch_tokens": 4096,
         "scorer": {"@scorers": "spacy_arbo.multi_cross_reranker_scorer.v1"},
     },
@@ -72,14 +78,16 @@ def make_multi_cross_reranker(
     max_mention_tokens: int,
     max_name_tokens: int,
     definition_tokens: int,
+    use_long_form: bool,
+    retrieval_weight: float,
     batch_tokens: int,
     scorer: Optional[Callable],
 ) -> "MultiCrossReranker":
     return MultiCrossReranker(
         nlp.vocab, model, name, nlp=nlp, mode=mode, top_n=top_n, threshold=threshold,
         insert_gold=insert_gold, use_gold_ents=use_gold_ents, max_mention_tokens=max_mention_tokens,
-        max_name_tokens=max_name_tokens, definition_tokens=definition_tokens, batch_tokens=batch_tokens,
-        scorer=scorer,
+        max_name_tokens=max_name_tokens, definition_tokens=definition_tokens, use_long_form=use_long_form,
+        retrieval_weight=retrieval_weight, batch_tokens=batch_tokens, scorer=scorer,
     )
 
 
@@ -106,7 +114,11 @@ class MultiCrossReranker(TrainablePipe):
     `mode` says how many pairs share a pass: one (base), one mention's (parallel), one
     sentence's (multi) or one doc's (passage); passes longer than the context window are
     split (4.2.5). Sentences are `doc.sents` when set, else spaCy's rule-based
-    sentencizer's, merged where they would cut a mention (paper 5.1).
+    sentencizer's, merged where they would cut a mention (paper 5.1). With
+    `use_long_form`, a pair reads an abbreviation defined in its doc as its long form, which
+    the sentence alone often lacks (as `arbo_linker`'s setting of the same name).
+    `retrieval_weight` (not in the paper) adds the retriever's opinion to the cross-encoder's:
+    see `fuse_scores`.
     """
 
     def __init__(
@@ -124,6 +136,8 @@ class MultiCrossReranker(TrainablePipe):
         max_mention_tokens: int = 16,
         max_name_tokens: int = 24,
         definition_tokens: int = 0,
+        use_long_form: bool = False,
+        retrieval_weight: float = 0.0,
         batch_tokens: int = 4096,
         scorer: Optional[Callable] = None,
     ) -> None:
@@ -140,12 +154,14 @@ class MultiCrossReranker(TrainablePipe):
         self.cfg: Dict[str, Any] = {
             "mode": mode, "top_n": top_n, "threshold": threshold, "insert_gold": insert_gold,
             "max_mention_tokens": max_mention_tokens, "max_name_tokens": max_name_tokens,
-            "definition_tokens": definition_tokens, "batch_tokens": batch_tokens,
+            "definition_tokens": definition_tokens, "use_long_form": use_long_form,
+            "retrieval_weight": retrieval_weight, "batch_tokens": batch_tokens,
         }
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
         self._candidate_tokens: Dict[str, List[int]] = {}
         self._sentencizer = Sentencizer()
+        self._long_forms: Optional[LongForms] = None
         self._scorer = scorer
         self.scorer = self._score_with_gold_ents if scorer is not None else None
 
@@ -266,6 +282,13 @@ class MultiCrossReranker(TrainablePipe):
             pieces.append(doc.text[cursor: sentence.end_char])
             yield pieces, mentions
 
+    def _long_forms_of(self, doc: Doc) -> Dict[Tuple[int, int], str]:
+        if not self.cfg["use_long_form"]:
+            return {}
+        if self._long_forms is None:
+            self._long_forms = LongForms(self.vocab)
+        return self._long_forms(doc)
+
     def plan(
         self, docs: Sequence[Doc], candidates: Sequence[Sequence[Sequence[str]]]
     ) -> Tuple[List[Pass], List[Tuple[int, int, int]]]:
@@ -275,18 +298,29 @@ class MultiCrossReranker(TrainablePipe):
         self._tokens_of(kb_id for per_doc in candidates for ids in per_doc for kb_id in ids)
         records, texts = [], []
         for d, doc in enumerate(docs):
+            long_forms = self._long_forms_of(doc)
+            ents = doc.ents
             for pieces, mentions in self._sentence_pieces(doc, [bool(ids) for ids in candidates[d]]):
-                records.append((d, mentions, len(texts), len(texts) + len(pieces)))
+                first = len(texts)
                 texts.extend(pieces)
+                # Where each mention's own text is: its piece, or its long form after the pieces.
+                mention_texts = []
+                for e, piece in mentions:
+                    long_form = long_forms.get((ents[e].start_char, ents[e].end_char))
+                    mention_texts.append(piece if long_form is None else len(texts) - first)
+                    if long_form is not None:
+                        texts.append(long_form)
+                records.append((d, mentions, mention_texts, first, first + len(pieces), len(texts)))
         tokens = module.tokenize(texts)
         owners: List[Tuple[int, int, int]] = []
         sentences = []
-        for d, mentions, first, last in records:
+        for d, mentions, mention_texts, first, last, end in records:
             pieces = tokens[first:last]
+            own = tokens[first:end]
             offsets = np.cumsum([0] + [len(piece) for piece in pieces]).tolist()
             packed = []
-            for e, piece in mentions:
-                mention = pieces[piece][: self.cfg["max_mention_tokens"]]
+            for (e, piece), text in zip(mentions, mention_texts):
+                mention = own[text][: self.cfg["max_mention_tokens"]]
                 pairs = []
                 for c, kb_id in enumerate(candidates[d][e]):
                     pairs.append(Pair(len(owners), mention, self._candidate_tokens[kb_id]))
@@ -309,22 +343,32 @@ class MultiCrossReranker(TrainablePipe):
 
     # Prediction --------------------------------------------------------------------------
 
-    def predict(self, docs: Iterable[Doc]) -> List[List[Ranked]]:
-        docs = list(docs)
+    def margins(self, docs: Sequence[Doc]) -> Tuple[PerCandidate, PerCandidate, PerCandidate]:
+        """Per doc and entity: the candidates read, the cross-encoder's logit
+        log p(right) - log p(wrong) for each, and the retriever's score for each."""
         candidates = [[self._candidates(ent) for ent in doc.ents] for doc in docs]
-        scores = [[[0.0] * len(ids) for ids in per_doc] for per_doc in candidates]
+        retrieval = [[[s for _, s in (ent._.kb_candidates or [])[: self.cfg["top_n"]]] for ent in doc.ents]
+                     for doc in docs]
+        margins = [[[0.0] * len(ids) for ids in per_doc] for per_doc in candidates]
         if any(ids for per_doc in candidates for ids in per_doc):
             passes, owners = self.plan(docs, candidates)
             for batch in self._batches(passes):
-                logits = self.model.predict(batch)
-                positive = self.model.ops.to_numpy(_log_softmax(logits))[:, 1]
-                for index, log_p in zip((i for p in batch for i in p.pair_index), positive):
+                logits = self.model.ops.to_numpy(self.model.predict(batch))
+                for index, (wrong, right) in zip((i for p in batch for i in p.pair_index), logits):
                     d, e, c = owners[index]
-                    scores[d][e][c] = float(np.exp(log_p))
+                    margins[d][e][c] = float(right - wrong)
+        return candidates, margins, retrieval
+
+    def rank(self, candidates: PerCandidate, margins: PerCandidate, retrieval: PerCandidate) -> List[List[Ranked]]:
+        """`margins`' output as ranked (id, score) lists, with `retrieval_weight` applied."""
+        weight = self.cfg["retrieval_weight"]
         return [
-            [sorted(zip(ids, s), key=lambda pair: -pair[1]) for ids, s in zip(per_doc, doc_scores)]
-            for per_doc, doc_scores in zip(candidates, scores)
+            [sorted(zip(ids, fuse_scores(m, r, weight)), key=lambda pair: -pair[1]) for ids, m, r in zip(*per_doc)]
+            for per_doc in zip(candidates, margins, retrieval)
         ]
+
+    def predict(self, docs: Iterable[Doc]) -> List[List[Ranked]]:
+        return self.rank(*self.margins(list(docs)))
 
     def set_annotations(self, docs: Iterable[Doc], ranked_per_doc: List[List[Ranked]]) -> None:
         threshold = self.cfg["threshold"]
@@ -458,6 +502,19 @@ class MultiCrossReranker(TrainablePipe):
         }
         util.from_disk(Path(path), deserializers, exclude)
         return self
+
+
+def fuse_scores(margins: Sequence[float], retrieval: Sequence[float], weight: float) -> List[float]:
+    """sigmoid(cross-encoder logit + weight * z), z the retrieval score standardised over the
+    mention's candidates: scale-free, so one weight serves cosine, TF-IDF or fused scores.
+    With weight 0 it is the paper's p([MASK] = 1)."""
+    margins = np.asarray(margins, dtype="float64")
+    if weight and len(margins) > 1:
+        retrieval = np.asarray(retrieval, dtype="float64")
+        spread = retrieval.std()
+        if spread > 0:
+            margins = margins + weight * (retrieval - retrieval.mean()) / spread
+    return expit(margins).tolist()
 
 
 def _log_softmax(logits):

@@ -9,7 +9,9 @@ from thinc.api import Adam
 
 from spacy_arbo.evaluation import strip_links
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.reranker.component import with_gold
+from scipy.special import expit
+
+from spacy_arbo.reranker.component import fuse_scores, with_gold
 from spacy_arbo.reranker.model import get_module
 from spacy_arbo.util import ArboError
 
@@ -126,6 +128,26 @@ def test_reranking_writes_links_and_rescored_candidates(tiny_bert_dir, toy_kb):
         assert all(e.kb_id_ == NIL and len(e._.kb_candidates) == 4 for e in doc.ents)
 
 
+def test_fuse_scores_against_hand_computed_values():
+    margins, retrieval = [0.0, 1.0, -1.0], [0.9, 0.5, 0.1]
+    assert fuse_scores(margins, retrieval, 0.0) == pytest.approx(expit(margins))
+    z = (np.array(retrieval) - 0.5) / np.std(retrieval)  # [1.2247, 0, -1.2247]
+    assert fuse_scores(margins, retrieval, 2.0) == pytest.approx(expit(np.array(margins) + 2.0 * z))
+    assert fuse_scores(margins, retrieval, 2.0)[0] == pytest.approx(expit(2.4495), abs=1e-4)
+    # Nothing to compare: one candidate, or tied retrieval scores.
+    assert fuse_scores([0.3], [0.7], 5.0) == pytest.approx([expit(0.3)])
+    assert fuse_scores([0.3, 0.1], [0.7, 0.7], 5.0) == pytest.approx(expit([0.3, 0.1]))
+
+
+def test_a_large_retrieval_weight_keeps_the_retrievers_order(tiny_bert_dir, toy_kb):
+    for weight, keeps_order in [(1000.0, True), (0.0, False)]:
+        nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=4, retrieval_weight=weight)
+        docs = rotating_candidates(nlp, toy_kb, TOY_TEXTS)
+        retrieved = [[ids[:4] for ids in per_doc] for per_doc in candidate_ids(docs)]
+        reranked = candidate_ids(nlp.pipe(docs))
+        assert (reranked == retrieved) is keeps_order
+
+
 def test_pipe_batches_across_docs_like_calls(tiny_bert_dir, toy_kb):
     nlp = make_reranker_nlp(tiny_bert_dir, toy_kb)
     piped = list(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS), batch_size=4))
@@ -161,6 +183,31 @@ def test_sentences_come_from_the_doc_else_from_punctuation(tiny_bert_dir, toy_kb
     assert doc[8:10].text == "diabetes mellitus"
     doc[9].is_sent_start = True  # the doc's own boundaries: one, inside a mention, so merged away
     assert len(reranker.plan([doc], candidate_ids([doc]))[0]) == 1
+
+
+def pair_mentions(reranker, packed):
+    """The text between each pair's [SEP] and its [MASK]."""
+    tokenizer = get_module(reranker.model).tokenizer
+    ids = packed.input_ids
+    starts = [max(i for i in range(mask) if ids[i] == tokenizer.sep_token_id) + 1 for mask in packed.mask_positions]
+    return [tokenizer.decode(ids[start:mask]) for start, mask in zip(starts, packed.mask_positions)]
+
+
+def test_long_form_replaces_a_defined_abbreviation_in_its_pairs(tiny_bert_dir, toy_kb):
+    """ "Wilson disease (WD) is rare; WD causes copper build-up.": with use_long_form the
+    pairs of both "WD" read "wilson disease"; the sentence keeps its own text."""
+    seen = {}
+    for use_long_form in (False, True):
+        nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, use_long_form=use_long_form, top_n=1)
+        reranker = nlp.get_pipe("multi_cross_reranker")
+        docs = rotating_candidates(nlp, toy_kb, TOY_TEXTS[1:2], n=1)
+        (packed,), _ = reranker.plan(docs, candidate_ids(docs))
+        first_pair = packed.input_ids.index(get_module(reranker.model).tokenizer.sep_token_id)
+        seen[use_long_form] = (pair_mentions(reranker, packed), packed.input_ids[:first_pair])
+        assert len(nlp(docs[0]).ents[1]._.kb_candidates) == 1
+    assert seen[False][0] == ["wilson disease", "wd", "wd"]
+    assert seen[True][0] == ["wilson disease"] * 3
+    assert seen[True][1] == seen[False][1]
 
 
 def test_a_sentence_longer_than_the_window(tiny_bert_dir, toy_kb):
