@@ -102,6 +102,21 @@ def configure_command(args: argparse.Namespace) -> None:
           + (f" and the anchors of {args.anchors_from}" if args.anchors_from else ""))
 
 
+def tune_reranker_command(args: argparse.Namespace) -> None:
+    from .corpora import read_docbin
+    from .reranker.tuning import DEFAULT_WEIGHTS, tune_retrieval_weight
+
+    nlp = load_pipeline(args.pipeline)
+    retriever, rows, best = tune_retrieval_weight(nlp, read_docbin(args.dev, nlp.vocab), args.weights or DEFAULT_WEIGHTS)
+    print(f"retriever accuracy@1: {retriever:.3f}\n| retrieval_weight | accuracy@1 |\n|---:|---:|")
+    for weight, acc in rows:
+        print(f"| {weight:g} | {acc:.3f} |")
+    output = args.output or args.pipeline
+    with atomic_path(output) as tmp:
+        nlp.to_disk(tmp)
+    print(f"Wrote {output} with retrieval_weight = {best:g} (dev accuracy@1 {dict(rows)[best]:.3f})")
+
+
 def evaluate_command(args: argparse.Namespace) -> None:
     import srsly
 
@@ -194,6 +209,13 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
                      help="store this corpus's gold mentions as anchors for transductive clustering")
     cmd.set_defaults(func=configure_command)
+
+    cmd = commands.add_parser("tune-reranker", help="choose the reranker's retrieval_weight on a dev set and store it")
+    cmd.add_argument("pipeline", help="a pipeline with a retriever and a multi_cross_reranker")
+    cmd.add_argument("dev", help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--weights", nargs="+", type=float, help="weights to try (default: 0 to 4)")
+    cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
+    cmd.set_defaults(func=tune_reranker_command)
 
     cmd = commands.add_parser("evaluate", help="link the gold mentions of a .spacy file and score them")
     cmd.add_argument("pipeline")

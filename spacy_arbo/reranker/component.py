@@ -19,6 +19,7 @@ from spacy.util import SimpleFrozenList, registry
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, get_array_module
 
+from ..kb.entities import Entity
 from ..kb.store import EntityStore
 from ..scoring import accuracy, gold_ids, link_prf, mention_outcomes
 from ..pipeline.abbreviations import LongForms
@@ -59,6 +60,7 @@ pair_attention = "full"
         "max_mention_tokens": 16,
         "max_name_tokens": 24,
         "definition_tokens": 0,
+        "alias_tokens": 0,
         "use_long_form": False,
         "retrieval_weight": 0.0,
         "batch_tokens": 4096,
@@ -78,6 +80,7 @@ def make_multi_cross_reranker(
     max_mention_tokens: int,
     max_name_tokens: int,
     definition_tokens: int,
+    alias_tokens: int,
     use_long_form: bool,
     retrieval_weight: float,
     batch_tokens: int,
@@ -86,7 +89,8 @@ def make_multi_cross_reranker(
     return MultiCrossReranker(
         nlp.vocab, model, name, nlp=nlp, mode=mode, top_n=top_n, threshold=threshold,
         insert_gold=insert_gold, use_gold_ents=use_gold_ents, max_mention_tokens=max_mention_tokens,
-        max_name_tokens=max_name_tokens, definition_tokens=definition_tokens, use_long_form=use_long_form,
+        max_name_tokens=max_name_tokens, definition_tokens=definition_tokens, alias_tokens=alias_tokens,
+        use_long_form=use_long_form,
         retrieval_weight=retrieval_weight, batch_tokens=batch_tokens, scorer=scorer,
     )
 
@@ -136,6 +140,7 @@ class MultiCrossReranker(TrainablePipe):
         max_mention_tokens: int = 16,
         max_name_tokens: int = 24,
         definition_tokens: int = 0,
+        alias_tokens: int = 0,
         use_long_form: bool = False,
         retrieval_weight: float = 0.0,
         batch_tokens: int = 4096,
@@ -143,9 +148,10 @@ class MultiCrossReranker(TrainablePipe):
     ) -> None:
         if mode not in MODES:
             raise ArboError(f"Unknown mode '{mode}'; expected one of {MODES}.")
-        if top_n < 1 or max_mention_tokens < 1 or max_name_tokens < 1 or batch_tokens < 1 or definition_tokens < 0:
+        if top_n < 1 or max_mention_tokens < 1 or max_name_tokens < 1 or batch_tokens < 1 \
+                or definition_tokens < 0 or alias_tokens < 0:
             raise ArboError("top_n, max_mention_tokens, max_name_tokens and batch_tokens must be positive, "
-                            "definition_tokens non-negative.")
+                            "definition_tokens and alias_tokens non-negative.")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -154,12 +160,13 @@ class MultiCrossReranker(TrainablePipe):
         self.cfg: Dict[str, Any] = {
             "mode": mode, "top_n": top_n, "threshold": threshold, "insert_gold": insert_gold,
             "max_mention_tokens": max_mention_tokens, "max_name_tokens": max_name_tokens,
-            "definition_tokens": definition_tokens, "use_long_form": use_long_form,
+            "definition_tokens": definition_tokens, "alias_tokens": alias_tokens, "use_long_form": use_long_form,
             "retrieval_weight": retrieval_weight, "batch_tokens": batch_tokens,
         }
         self.use_gold_ents = use_gold_ents
         self.kb: Optional[EntityStore] = None
-        self._candidate_tokens: Dict[str, List[int]] = {}
+        self._candidate_tokens: Dict[str, Tuple[List[int], List[int]]] = {}
+        self._alias_tokens: Dict[str, List[int]] = {}
         self._sentencizer = Sentencizer()
         self._long_forms: Optional[LongForms] = None
         self._scorer = scorer
@@ -171,7 +178,7 @@ class MultiCrossReranker(TrainablePipe):
         if not len(kb):
             raise ArboError(f"{self.name}: the KB is empty.")
         self.kb = kb
-        self._candidate_tokens = {}
+        self._candidate_tokens, self._alias_tokens = {}, {}
 
     def _require_kb(self) -> EntityStore:
         if self.kb is None:
@@ -214,12 +221,13 @@ class MultiCrossReranker(TrainablePipe):
     def _window(self) -> int:
         """The context window, checked to hold the longest possible pair."""
         window = get_module(self.model).max_length
-        longest = self.cfg["max_mention_tokens"] + self.cfg["max_name_tokens"] + self.cfg["definition_tokens"] + 2
+        longest = sum(self.cfg[k] for k in ("max_mention_tokens", "max_name_tokens", "alias_tokens",
+                                            "definition_tokens")) + 2
         if longest + 2 > window:
             raise ArboError(
                 f"'{self.name}': a pair may take {longest} tokens, more than the context window of "
-                f"{window} allows with [CLS] and [SEP]: lower max_mention_tokens, max_name_tokens or "
-                "definition_tokens."
+                f"{window} allows with [CLS] and [SEP]: lower max_mention_tokens, max_name_tokens, "
+                "alias_tokens or definition_tokens."
             )
         return window
 
@@ -230,8 +238,8 @@ class MultiCrossReranker(TrainablePipe):
         return [kb_id for kb_id, _ in ranked[: self.cfg["top_n"]]] if ranked else []
 
     def _tokens_of(self, kb_ids: Iterable[str]) -> None:
-        """Tokenize (once) each candidate's text: its name, and with `definition_tokens`
-        the start of `: definition`."""
+        """Tokenize (once) each candidate's name and, with `definition_tokens`, the start
+        of `: definition`."""
         kb = self._require_kb()
         missing = sorted({i for i in kb_ids if i not in self._candidate_tokens})
         if not missing:
@@ -241,14 +249,26 @@ class MultiCrossReranker(TrainablePipe):
             raise ArboError(f"'{self.name}': candidate ids {unknown[:5]} are not in the reranker's KB.")
         module = get_module(self.model)
         entities = [kb[i] for i in missing]
-        names = module.tokenize([e.name for e in entities])
         n_def = self.cfg["definition_tokens"]
         with_definition = [e for e in entities if n_def and e.definition]
         definitions = dict(zip((e.id for e in with_definition),
                                module.tokenize([f": {e.definition}" for e in with_definition])))
-        for entity, name in zip(entities, names):
-            definition = definitions.get(entity.id, [])[:n_def]
-            self._candidate_tokens[entity.id] = name[: self.cfg["max_name_tokens"]] + definition
+        for entity, name in zip(entities, module.tokenize([e.name for e in entities])):
+            self._candidate_tokens[entity.id] = (name[: self.cfg["max_name_tokens"]],
+                                                 definitions.get(entity.id, [])[:n_def])
+
+    def _alias_suffixes(self, wanted: Iterable[Tuple[str, str]]) -> Dict[Tuple[str, str], List[int]]:
+        """For (mention text, kb id): the tokens of `; alias` for the candidate's alias most
+        like the mention, with `alias_tokens` (none when the name is as close)."""
+        n_alias = self.cfg["alias_tokens"]
+        if not n_alias:
+            return {}
+        kb = self._require_kb()
+        chosen = {key: closest_alias(key[0], kb[key[1]]) for key in wanted}
+        new = sorted({alias for alias in chosen.values() if alias and alias not in self._alias_tokens})
+        for alias, ids in zip(new, get_module(self.model).tokenize([f"; {a}" for a in new])):
+            self._alias_tokens[alias] = ids[:n_alias]
+        return {key: self._alias_tokens[alias] if alias else [] for key, alias in chosen.items()}
 
     def _sentence_starts(self, doc: Doc) -> List[int]:
         if doc.has_annotation("SENT_START"):
@@ -296,7 +316,7 @@ class MultiCrossReranker(TrainablePipe):
         for each pair index, its (doc, entity, candidate) numbers."""
         module = get_module(self.model)
         self._tokens_of(kb_id for per_doc in candidates for ids in per_doc for kb_id in ids)
-        records, texts = [], []
+        records, texts, surfaces = [], [], {}
         for d, doc in enumerate(docs):
             long_forms = self._long_forms_of(doc)
             ents = doc.ents
@@ -307,11 +327,13 @@ class MultiCrossReranker(TrainablePipe):
                 mention_texts = []
                 for e, piece in mentions:
                     long_form = long_forms.get((ents[e].start_char, ents[e].end_char))
+                    surfaces[d, e] = long_form or ents[e].text
                     mention_texts.append(piece if long_form is None else len(texts) - first)
                     if long_form is not None:
                         texts.append(long_form)
                 records.append((d, mentions, mention_texts, first, first + len(pieces), len(texts)))
         tokens = module.tokenize(texts)
+        suffixes = self._alias_suffixes({(surfaces[d, e], kb_id) for (d, e) in surfaces for kb_id in candidates[d][e]})
         owners: List[Tuple[int, int, int]] = []
         sentences = []
         for d, mentions, mention_texts, first, last, end in records:
@@ -323,7 +345,9 @@ class MultiCrossReranker(TrainablePipe):
                 mention = own[text][: self.cfg["max_mention_tokens"]]
                 pairs = []
                 for c, kb_id in enumerate(candidates[d][e]):
-                    pairs.append(Pair(len(owners), mention, self._candidate_tokens[kb_id]))
+                    name, definition = self._candidate_tokens[kb_id]
+                    candidate = name + suffixes.get((surfaces[d, e], kb_id), []) + definition
+                    pairs.append(Pair(len(owners), mention, candidate))
                     owners.append((d, e, c))
                 packed.append(Mention(offsets[piece], offsets[piece + 1], pairs))
             sentences.append(Sentence([i for piece in pieces for i in piece], packed, passage=d))
@@ -467,7 +491,7 @@ class MultiCrossReranker(TrainablePipe):
         settings = dict(settings)
         self.use_gold_ents = settings.pop("use_gold_ents", self.use_gold_ents)
         self.cfg.update(settings)
-        self._candidate_tokens = {}
+        self._candidate_tokens, self._alias_tokens = {}, {}
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
         serializers = {
@@ -502,6 +526,23 @@ class MultiCrossReranker(TrainablePipe):
         }
         util.from_disk(Path(path), deserializers, exclude)
         return self
+
+
+def closest_alias(text: str, entity: Entity) -> Optional[str]:
+    """The entity's alias with the most character trigrams in common with `text` (Jaccard,
+    case-folded), or None when its name is at least as close or it has no aliases."""
+    def trigrams(value: str) -> set:
+        padded = f" {value.casefold()} "
+        return {padded[i: i + 3] for i in range(len(padded) - 2)}
+
+    target = trigrams(text)
+
+    def similarity(value: str) -> float:
+        grams = trigrams(value)
+        return len(grams & target) / len(grams | target)
+
+    best = max(entity.aliases, key=similarity, default=None)
+    return best if best is not None and similarity(best) > similarity(entity.name) else None
 
 
 def fuse_scores(margins: Sequence[float], retrieval: Sequence[float], weight: float) -> List[float]:

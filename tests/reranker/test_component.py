@@ -8,10 +8,10 @@ from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_arbo.evaluation import strip_links
-from spacy_arbo.kb.entities import NIL
+from spacy_arbo.kb.entities import NIL, Entity
 from scipy.special import expit
 
-from spacy_arbo.reranker.component import fuse_scores, with_gold
+from spacy_arbo.reranker.component import closest_alias, fuse_scores, with_gold
 from spacy_arbo.reranker.model import get_module
 from spacy_arbo.util import ArboError
 
@@ -288,6 +288,34 @@ def test_round_trip_gives_identical_scores(tmp_path, tiny_bert_dir, toy_kb_dir, 
     copy = spacy.blank("en").add_pipe("multi_cross_reranker", config={"model": cross_encoder(tmp_path / "nowhere")})
     copy.from_bytes(reranker.to_bytes())
     assert len(copy.kb) == 6 and get_module(copy.model).max_length == 128
+
+
+def test_closest_alias(toy_kb):
+    wilson = toy_kb["MESH:D006527"]  # Hepatolenticular Degeneration; Wilson disease, WD
+    assert closest_alias("Wilson's disease", wilson) == "Wilson disease"
+    assert closest_alias("WD", wilson) == "WD"
+    assert closest_alias("hepatolenticular degenerations", wilson) is None  # the name is closer
+    assert closest_alias("anything", Entity("MESH:X", "Cough")) is None
+
+
+def test_candidate_text_is_the_name_the_closest_alias_and_the_definition(tiny_bert_dir, toy_kb):
+    def candidate_text(mention, **cfg):
+        nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=1, **cfg)
+        reranker = nlp.get_pipe("multi_cross_reranker")
+        doc = make_doc(nlp, f"The {mention} came back.", [(mention, "")], with_ids=False)
+        doc.ents[0]._.kb_candidates = [("MESH:D005334", 1.0)]  # Fever; pyrexia, high temperature
+        (packed,), _ = reranker.plan([doc], candidate_ids([doc]))
+        tokenizer = get_module(reranker.model).tokenizer
+        mask = packed.mask_positions[0]
+        return tokenizer.decode(packed.input_ids[mask + 1: packed.input_ids.index(tokenizer.sep_token_id, mask)])
+
+    assert candidate_text("pyrexia") == "fever"
+    assert candidate_text("pyrexia", alias_tokens=16) == "fever ; pyrexia"
+    assert candidate_text("high temperature", alias_tokens=16) == "fever ; high temperature"
+    assert candidate_text("fever", alias_tokens=16) == "fever"
+    # ":" is not in the toy vocabulary.
+    assert candidate_text("pyrexia", alias_tokens=2, definition_tokens=2) == "fever ; p [UNK] b"
+    assert candidate_text("pyrexia", definition_tokens=64) == "fever [UNK] body temperature above normal."
 
 
 def test_bad_configuration(tiny_bert_dir, toy_kb):

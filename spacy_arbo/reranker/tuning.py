@@ -1,0 +1,45 @@
+"""Choosing `retrieval_weight` on a dev set: the cross-encoder runs once, then every
+weight only re-ranks its stored logits."""
+from typing import List, Sequence, Tuple
+
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from ..evaluation import strip_links
+from ..scoring import accuracy, mention_outcomes
+from ..util import ArboError
+from .component import MultiCrossReranker
+
+DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
+def tune_retrieval_weight(
+    nlp: Language, gold_docs: List[Doc], weights: Sequence[float] = DEFAULT_WEIGHTS
+) -> Tuple[float, List[Tuple[float, float]], float]:
+    """(the retriever's accuracy@1, [(weight, accuracy@1)], the best weight) on the gold
+    mentions of `gold_docs`; leaves the reranker set to the best weight (the smallest of equals)."""
+    rerankers = [proc for _, proc in nlp.pipeline if isinstance(proc, MultiCrossReranker)]
+    if not rerankers:
+        raise ArboError("The pipeline has no multi_cross_reranker to tune.")
+    if not weights:
+        raise ArboError("No retrieval weights to try.")
+    reranker = rerankers[-1]
+    # The gold mentions stay: nothing that would replace them runs (as in `evaluate`).
+    skip = [reranker.name, *(n for n in nlp.pipe_names if "doc.ents" in nlp.get_pipe_meta(n).assigns)]
+    with nlp.select_pipes(disable=skip):
+        docs = list(nlp.pipe(strip_links(doc) for doc in gold_docs))
+
+    def linked_accuracy() -> float:
+        return accuracy(mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs)))
+
+    retriever = linked_accuracy()
+    scored = reranker.margins(docs)
+    rows = []
+    for weight in sorted(weights):
+        reranker.cfg["retrieval_weight"] = weight
+        reranker.set_annotations(docs, reranker.rank(*scored))
+        rows.append((weight, linked_accuracy()))
+    best = max(rows, key=lambda row: row[1])[0]  # max keeps the first, i.e. smallest, of equals
+    reranker.cfg["retrieval_weight"] = best
+    return retriever, rows, best
