@@ -16,20 +16,28 @@ class LongForms:
     """Maps each short-form occurrence of a doc to its long form's text."""
 
     def __init__(self, vocab: Vocab) -> None:
-        # The detector only needs a vocab for its matchers, not a whole pipeline.
-        self._detector = AbbreviationDetector(_VocabOnly(vocab))
+        # The detector only needs a vocab for its matchers, not a whole pipeline. Serializable
+        # results: spans kept in `doc.user_data` would make the doc impossible to copy or pickle.
+        self._detector = AbbreviationDetector(_VocabOnly(vocab), make_serializable=True)
 
     def __call__(self, doc: Doc) -> Dict[Tuple[int, int], str]:
         """(start_char, end_char) of each short form -> long form. Reuses the
-        `doc._.abbreviations` of an upstream `abbreviation_detector`, else finds them
-        (and leaves them on the doc, as that component would)."""
+        `doc._.abbreviations` of an upstream `abbreviation_detector` (spans, or its
+        serializable dicts), else finds them (and leaves them on the doc, as dicts)."""
         if not doc._.abbreviations:
             with warnings.catch_warnings():
                 # The detector's second matcher is empty by design; spaCy warns (W036) about it.
                 warnings.filterwarnings("ignore", message=r"\[W036\]")
                 self._detector(doc)
-        return {(s.start_char, s.end_char): s._.long_form.text for s in doc._.abbreviations
-                if s._.long_form is not None}
+        forms = {}
+        for short in doc._.abbreviations:
+            if isinstance(short, dict):
+                span = doc[short["short_start"]: short["short_end"]]
+                forms[span.start_char, span.end_char] = short["long_text"]
+            elif short._.long_form is not None:
+                long_form = short._.long_form
+                forms[short.start_char, short.end_char] = long_form if isinstance(long_form, str) else long_form.text
+        return forms
 
 
 class _VocabOnly:

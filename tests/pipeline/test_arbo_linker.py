@@ -1,3 +1,5 @@
+import pickle
+
 import numpy as np
 import pytest
 import spacy
@@ -177,12 +179,15 @@ def test_scorer_reports_recall_and_links(toy_kb_dir, toy_docs):
     assert scores["arbo_recall@4"] >= scores["arbo_recall@1"]
 
 
-@pytest.mark.parametrize("upstream_detector", [False, True])
+@pytest.mark.parametrize("upstream_detector", [None, "spans", "dicts"])
 def test_long_form_reads_a_defined_abbreviation_as_what_it_stands_for(toy_kb_dir, toy_docs, upstream_detector):
     nlp = make_nlp(toy_kb_dir, use_long_form=True)
     if upstream_detector:
-        nlp.add_pipe("abbreviation_detector", before="arbo_linker")
+        nlp.add_pipe("abbreviation_detector", before="arbo_linker",
+                     config={"make_serializable": upstream_detector == "dicts"})
     doc = nlp(unlinked(nlp, toy_docs)[1])  # "Wilson disease (WD) is rare; WD causes copper build-up."
+    if upstream_detector != "spans":  # what the linker leaves on the doc can be copied and pickled
+        assert pickle.loads(pickle.dumps(doc.copy())).text == doc.text
     linker = nlp.get_pipe("arbo_linker")
     assert [m.mention for m in linker.mention_inputs(list(doc.ents))] == ["Wilson disease"] * 3
     # Same text, no context: the short forms get exactly the long form's candidates.
