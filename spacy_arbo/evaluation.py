@@ -1,6 +1,6 @@
 """Run a pipeline over gold-annotated docs and collect the linking metrics."""
 import time
-from typing import Any, Dict, Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
@@ -22,21 +22,25 @@ def gold_id_set(docs: Iterable[Doc]) -> Set[str]:
     return {part for doc in docs for ent in doc.ents for part in ent.kb_id_.split("|") if part}
 
 
+def link_gold_mentions(
+    nlp: Language, gold_docs: List[Doc], batch_size: int = 64, exclude: Sequence[str] = ()
+) -> List[Doc]:
+    """The gold mentions of `gold_docs`, without their ids, through every component except
+    `exclude` and those that would replace the mentions (NER, entity rulers), so linking is
+    measured apart from recognition."""
+    docs: Iterable[Doc] = [strip_links(doc) for doc in gold_docs]
+    for name, proc in nlp.pipeline:
+        if name not in exclude and "doc.ents" not in nlp.get_pipe_meta(name).assigns:
+            docs = proc.pipe(docs, batch_size=batch_size) if hasattr(proc, "pipe") else map(proc, docs)
+    return list(docs)
+
+
 def evaluate_linking(
     nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64
 ) -> Dict[str, Any]:
-    """Link the gold mentions of `gold_docs` and score them.
-
-    Every component runs except those that would replace the gold mentions (NER,
-    entity rulers), so linking is measured apart from recognition.
-    """
-    inputs = [strip_links(doc) for doc in gold_docs]
-    linkers = [(name, proc) for name, proc in nlp.pipeline if "doc.ents" not in nlp.get_pipe_meta(name).assigns]
+    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them."""
     start = time.perf_counter()
-    docs: Iterable[Doc] = inputs
-    for _name, proc in linkers:
-        docs = proc.pipe(docs, batch_size=batch_size) if hasattr(proc, "pipe") else map(proc, docs)
-    predicted = list(docs)
+    predicted = link_gold_mentions(nlp, gold_docs, batch_size)
     elapsed = time.perf_counter() - start
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics: Dict[str, Any] = {f"recall@{k}": v for k, v in recall_at_k(outcomes, RECALL_KS).items()}

@@ -35,8 +35,7 @@ class LongForms:
                 span = doc[short["short_start"]: short["short_end"]]
                 forms[span.start_char, span.end_char] = short["long_text"]
             elif short._.long_form is not None:
-                long_form = short._.long_form
-                forms[short.start_char, short.end_char] = long_form if isinstance(long_form, str) else long_form.text
+                forms[short.start_char, short.end_char] = short._.long_form.text
         return forms
 
 

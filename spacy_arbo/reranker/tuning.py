@@ -6,7 +6,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..evaluation import strip_links
+from ..evaluation import link_gold_mentions
 from ..scoring import accuracy, mention_outcomes
 from ..util import ArboError
 from .component import MultiCrossReranker
@@ -25,10 +25,7 @@ def tune_retrieval_weight(
     if not weights:
         raise ArboError("No retrieval weights to try.")
     reranker = rerankers[-1]
-    # The gold mentions stay: nothing that would replace them runs (as in `evaluate`).
-    skip = [reranker.name, *(n for n in nlp.pipe_names if "doc.ents" in nlp.get_pipe_meta(n).assigns)]
-    with nlp.select_pipes(disable=skip):
-        docs = list(nlp.pipe(strip_links(doc) for doc in gold_docs))
+    docs = link_gold_mentions(nlp, gold_docs, exclude=[reranker.name])
 
     def linked_accuracy() -> float:
         return accuracy(mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs)))
