@@ -114,7 +114,10 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
     output = args.output or args.pipeline
     with atomic_path(output) as tmp:
         nlp.to_disk(tmp)
-    print(f"Wrote {output} with retrieval_weight = {best:g} (dev accuracy@1 {dict(rows)[best]:.3f})")
+    print(f"Wrote {output} with retrieval_weight = {best:g} (accuracy@1 {dict(rows)[best]:.3f} on {args.dev})")
+    if dict(rows)[best] < retriever:
+        print(f"Warning: at every weight the reranker links worse than the retriever alone "
+              f"({dict(rows)[best]:.3f} < {retriever:.3f}): leave it out of the pipeline, or train it longer.")
 
 
 def evaluate_command(args: argparse.Namespace) -> None:

@@ -27,6 +27,20 @@ def test_tuning_picks_the_best_weight_and_the_cli_stores_it(tmp_path, tiny_bert_
     assert loaded.get_pipe("multi_cross_reranker").cfg["retrieval_weight"] == best
 
 
+@pytest.mark.parametrize("best_accuracy,warned", [(0.7, True), (0.8, False)])
+def test_the_cli_warns_when_the_reranker_never_beats_the_retriever(
+    tmp_path, tiny_bert_dir, toy_kb_dir, toy_docs, capsys, monkeypatch, best_accuracy, warned
+):
+    make_two_stage_nlp(tiny_bert_dir, toy_kb_dir).to_disk(tmp_path / "pipeline")
+    write_docbin(toy_docs, tmp_path / "dev.spacy")
+    monkeypatch.setattr("spacy_arbo.reranker.tuning.tune_retrieval_weight",
+                        lambda nlp, docs, weights: (0.8, [(0.0, 0.6), (1.0, best_accuracy)], 1.0))
+    assert main(["tune-reranker", str(tmp_path / "pipeline"), str(tmp_path / "dev.spacy")]) == 0
+    out = capsys.readouterr().out
+    assert ("links worse than the retriever alone (0.700 < 0.800)" in out) == warned
+    assert "retrieval_weight = 1 (accuracy@1 %.3f on " % best_accuracy in out
+
+
 def test_tuning_needs_a_reranker_and_weights(tiny_bert_dir, toy_kb_dir, toy_docs):
     with pytest.raises(ArboError, match="no multi_cross_reranker"):
         tune_retrieval_weight(spacy.blank("en"), toy_docs)
