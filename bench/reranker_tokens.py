@@ -12,7 +12,7 @@ import argparse
 from spacy_arbo.cli import load_pipeline
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
-from spacy_arbo.reranker.component import MultiCrossReranker
+from spacy_arbo.reranker.component import multi_cross_rerankers
 
 
 def main() -> None:
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--alias-tokens", type=int, nargs="+", default=[0, 16])
     args = parser.parse_args()
     nlp = load_pipeline(args.pipeline)
-    rerankers = [proc for _, proc in nlp.pipeline if isinstance(proc, MultiCrossReranker)]
+    rerankers = multi_cross_rerankers(nlp)
     if not rerankers:
         parser.error(f"{args.pipeline} has no multi_cross_reranker")
     reranker = rerankers[-1]
@@ -33,7 +33,6 @@ def main() -> None:
     print(f"{'alias_tokens':>12}{'top_n':>7}{'pairs':>8}{'base tokens':>13}{'multi tokens':>14}{'ratio':>7}")
     for alias_tokens in args.alias_tokens:
         reranker.cfg["alias_tokens"] = alias_tokens
-        reranker.set_kb(reranker.kb)  # drops the token caches, which hold truncated aliases
         for top_n in args.top_n:
             candidates = [[[k for k, _ in (e._.kb_candidates or [])[:top_n]] for e in d.ents] for d in docs]
             tokens = {}

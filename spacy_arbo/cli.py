@@ -114,10 +114,11 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
     output = args.output or args.pipeline
     with atomic_path(output) as tmp:
         nlp.to_disk(tmp)
-    print(f"Wrote {output} with retrieval_weight = {best:g} (accuracy@1 {dict(rows)[best]:.3f} on {args.dev})")
-    if dict(rows)[best] < retriever:
+    best_accuracy = dict(rows)[best]
+    print(f"Wrote {output} with retrieval_weight = {best:g} (accuracy@1 {best_accuracy:.3f} on {args.dev})")
+    if best_accuracy < retriever:
         print(f"Warning: at every weight the reranker links worse than the retriever alone "
-              f"({dict(rows)[best]:.3f} < {retriever:.3f}): leave it out of the pipeline, or train it longer.")
+              f"({best_accuracy:.3f} < {retriever:.3f}): leave it out of the pipeline, or train it longer.")
 
 
 def evaluate_command(args: argparse.Namespace) -> None:

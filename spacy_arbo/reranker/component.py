@@ -266,9 +266,9 @@ class MultiCrossReranker(TrainablePipe):
         kb = self._require_kb()
         chosen = {key: closest_alias(key[0], kb[key[1]]) for key in wanted}
         new = sorted({alias for alias in chosen.values() if alias and alias not in self._alias_tokens})
-        for alias, ids in zip(new, get_module(self.model).tokenize([f"; {a}" for a in new])):
-            self._alias_tokens[alias] = ids[:n_alias]
-        return {key: self._alias_tokens[alias] if alias else [] for key, alias in chosen.items()}
+        # Cached whole, cut at use: the cache stays valid when `alias_tokens` changes.
+        self._alias_tokens.update(zip(new, get_module(self.model).tokenize([f"; {a}" for a in new])))
+        return {key: self._alias_tokens[alias][:n_alias] if alias else [] for key, alias in chosen.items()}
 
     def _sentence_starts(self, doc: Doc) -> List[int]:
         if doc.has_annotation("SENT_START"):
@@ -574,3 +574,8 @@ def make_reranker_scorer() -> Callable[..., Dict[str, Any]]:
         return {**link_prf(outcomes), "rerank_accuracy": accuracy(outcomes)}
 
     return score
+
+
+def multi_cross_rerankers(nlp: Language) -> List[MultiCrossReranker]:
+    """The pipeline's multi_cross_reranker components, in pipeline order."""
+    return [proc for _, proc in nlp.pipeline if isinstance(proc, MultiCrossReranker)]

@@ -9,7 +9,7 @@ from spacy.training import Example
 from ..evaluation import link_gold_mentions
 from ..scoring import accuracy, mention_outcomes
 from ..util import ArboError
-from .component import MultiCrossReranker
+from .component import multi_cross_rerankers
 
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 
@@ -19,7 +19,7 @@ def tune_retrieval_weight(
 ) -> Tuple[float, List[Tuple[float, float]], float]:
     """(the retriever's accuracy@1, [(weight, accuracy@1)], the best weight) on the gold
     mentions of `gold_docs`; leaves the reranker set to the best weight (the smallest of equals)."""
-    rerankers = [proc for _, proc in nlp.pipeline if isinstance(proc, MultiCrossReranker)]
+    rerankers = multi_cross_rerankers(nlp)
     if not rerankers:
         raise ArboError("The pipeline has no multi_cross_reranker to tune.")
     if not weights:

@@ -318,6 +318,19 @@ def test_candidate_text_is_the_name_the_closest_alias_and_the_definition(tiny_be
     assert candidate_text("pyrexia", definition_tokens=64) == "fever [UNK] body temperature above normal."
 
 
+def test_alias_tokens_can_change_after_the_aliases_are_cached(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=1, alias_tokens=16)
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    doc = make_doc(nlp, "The pyrexia came back.", [("pyrexia", "")], with_ids=False)
+    doc.ents[0]._.kb_candidates = [("MESH:D005334", 1.0)]
+    lengths = []
+    for alias_tokens in (16, 1, 16):
+        reranker.cfg["alias_tokens"] = alias_tokens
+        (packed,), _ = reranker.plan([doc], candidate_ids([doc]))
+        lengths.append(len(packed.input_ids))
+    assert lengths[0] == lengths[2] > lengths[1]
+
+
 def test_bad_configuration(tiny_bert_dir, toy_kb):
     with pytest.raises(ArboError, match="Unknown mode 'document'"):
         spacy.blank("en").add_pipe("multi_cross_reranker", config={"mode": "document"})
