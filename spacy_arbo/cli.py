@@ -217,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd = commands.add_parser("tune-reranker", help="choose the reranker's retrieval_weight on a dev set and store it")
     cmd.add_argument("pipeline", help="a pipeline with a retriever and a multi_cross_reranker")
     cmd.add_argument("dev", help=".spacy DocBin with gold kb ids")
-    cmd.add_argument("--weights", nargs="+", type=float, help="weights to try (default: 0 to 4)")
+    cmd.add_argument("--weights", nargs="+", type=float, help="weights to try (default: 0 to 8)")
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
     cmd.set_defaults(func=tune_reranker_command)
 
