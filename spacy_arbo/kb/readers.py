@@ -31,35 +31,58 @@ def _dedupe_aliases(name: str, aliases: Tuple[str, ...]) -> Tuple[str, ...]:
     return tuple(kept)
 
 
+_JSON_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+               list: "a list", dict: "an object", type(None): "null"}
+
+
+def _json_type(value: object) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _text_field(record: Dict, key: str, where: str, allow_int: bool = False) -> str:
+    """A required text field, stripped; ids may be JSON integers (`12345`), as some
+    KB exports write them."""
+    value = record.get(key)
+    if allow_int and isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value is not None and not isinstance(value, str):
+        expected = "a string or an integer" if allow_int else "a string"
+        raise ArboError(f"{where}: field '{key}' must be {expected}; got {_json_type(value)} ({value!r}).")
+    if not value or not value.strip():
+        raise ArboError(f"{where}: missing or empty field '{key}'.")
+    return value.strip()
+
+
 def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
+    """scispacy JSONL; ids are normalised as in the CTD reader, so `D008107` and
+    `MESH:D008107` name one entity (read_kb rejects the second as a duplicate)."""
     path = Path(path)
     for number, line in read_lines(path):
         if not line.strip():
             continue
+        where = f"{path}:{number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ArboError(f"{path}:{number}: invalid JSON ({err.msg}).") from None
+            raise ArboError(f"{where}: invalid JSON ({err.msg}).") from None
         if not isinstance(record, dict):
-            raise ArboError(f"{path}:{number}: expected a JSON object.")
-        for key in ("concept_id", "canonical_name"):
-            if not isinstance(record.get(key), str) or not record[key].strip():
-                raise ArboError(f"{path}:{number}: missing or empty field '{key}'.")
+            raise ArboError(f"{where}: expected a JSON object.")
+        concept_id = _text_field(record, "concept_id", where, allow_int=True)
+        name = _text_field(record, "canonical_name", where)
         for key in ("aliases", "types", "alt_ids"):
             value = record.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ArboError(f"{path}:{number}: field '{key}' must be a list of strings.")
+                raise ArboError(f"{where}: field '{key}' must be a list of strings.")
         definition = record.get("definition") or ""
         if not isinstance(definition, str):
-            raise ArboError(f"{path}:{number}: field 'definition' must be a string.")
-        name = record["canonical_name"].strip()
+            raise ArboError(f"{where}: field 'definition' must be a string.")
         yield number, Entity(
-            id=record["concept_id"].strip(),
+            id=normalize_id(concept_id),
             name=name,
             aliases=_dedupe_aliases(name, _split("|".join(record.get("aliases", [])))),
             definition=definition.strip(),
             types=tuple(record.get("types", [])),
-            alt_ids=tuple(record.get("alt_ids", [])),
+            alt_ids=tuple(normalize_id(a) for a in record.get("alt_ids", []) if a.strip()),
         )
 
 
@@ -140,7 +163,8 @@ def read_kb(path: PathLike, fmt: str = "auto") -> EntityStore:
         if entity.id in first_line:
             raise ArboError(
                 f"{path}:{number}: duplicate id '{entity.id}' "
-                f"(first defined on line {first_line[entity.id]})."
+                f"(first defined on line {first_line[entity.id]}); ids are compared normalised, "
+                f"so e.g. 'D008107' and 'MESH:D008107' are one id."
             )
         first_line[entity.id] = number
         store.add(entity)

@@ -123,3 +123,40 @@ def test_jsonl_record_fields(tmp_path):
     entity = read_kb(path)["C1"]
     assert (entity.name, entity.aliases, entity.types, entity.definition) == (
         "Fever", ("pyrexia",), ("T184",), "High temperature.")
+
+
+def test_read_jsonl_normalises_ids_like_ctd(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_text(json.dumps({"concept_id": " D008107 ", "canonical_name": "Liver Diseases",
+                                "alt_ids": ["omim:123", " "]}) + "\n")
+    entity = read_kb(path)["MESH:D008107"]
+    assert entity.alt_ids == ("OMIM:123",)
+    path.write_text("\n".join(json.dumps(r) for r in [
+        {"concept_id": "D008107", "canonical_name": "Liver Diseases"},
+        {"concept_id": "MESH:D008107", "canonical_name": "Liver Disease"},
+    ]) + "\n")
+    with pytest.raises(ArboError, match=r"kb.jsonl:2: duplicate id 'MESH:D008107' \(first defined on line 1"):
+        read_kb(path)
+
+
+def test_read_jsonl_numeric_concept_id(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": 12345, "canonical_name": "Fever"}\n')
+    assert read_kb(path).ids == ["12345"]
+
+
+@pytest.mark.parametrize("value,kind", [("12.5", "a number"), ("true", "a boolean"), ('["D1"]', "a list"),
+                                        ('{"id": 1}', "an object")])
+def test_read_jsonl_concept_id_of_wrong_type(tmp_path, value, kind):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": "A", "canonical_name": "a"}\n'
+                    '{"concept_id": %s, "canonical_name": "b"}\n' % value)
+    with pytest.raises(ArboError, match=rf"kb.jsonl:2: field 'concept_id' must be a string or an integer; got {kind}"):
+        read_kb(path)
+
+
+def test_read_jsonl_canonical_name_of_wrong_type(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": "A", "canonical_name": 7}\n')
+    with pytest.raises(ArboError, match=r"kb.jsonl:1: field 'canonical_name' must be a string; got an integer"):
+        read_kb(path)
