@@ -1,8 +1,10 @@
 """Small helpers shared across the package: atomic writes and user-facing errors."""
 import contextlib
+import glob
 import gzip
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,23 +20,86 @@ class ArboError(ValueError):
     """
 
 
+# Temporary folders are named `.NAME.PID.XXXXXXXX` (PID of the writer), so a later
+# write can tell folders of killed writers from those of live ones. Earlier versions
+# named them `.NAME.XXXXXXXX` and wrote NAME directly inside.
+_TEMP_SUFFIX = re.compile(r"(?:(\d{1,7})\.)?[a-z0-9_]{8}")
+
+
 @contextlib.contextmanager
 def atomic_path(path: PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to `path`; rename it onto `path` only on success.
+    """Yield a temporary path next to `path`; move it onto `path` only on success.
 
     Works for files and directories alike, so a crash never leaves a half-written
-    store, index or pipeline behind.
+    store, index or pipeline behind. An existing directory is renamed aside before
+    the new one is renamed in and deleted only after, so at every moment either the
+    old or the new output exists (or, after a kill between the two renames, the old
+    one waits aside and the next write to `path` puts it back). Temporary folders
+    of writers that were killed are removed by the next write to the same path.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent)) / path.name
+    clean_stale_temps(path)
+    work = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent))
+    tmp, aside = work / "new" / path.name, work / "old" / path.name
+    tmp.parent.mkdir()
     try:
         yield tmp
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+        move_aside = path.is_dir() and not path.is_symlink()
+        if move_aside:
+            aside.parent.mkdir()
+            os.replace(path, aside)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            if move_aside:
+                os.replace(aside, path)
+            raise
     finally:
-        shutil.rmtree(tmp.parent, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def clean_stale_temps(path: PathLike) -> None:
+    """Remove the temporary folders that killed writers of `path` left beside it.
+
+    Only folders named and laid out by `atomic_path` for this very `path`, whose
+    writer process is gone, are touched. If `path` itself is missing because its
+    writer was killed between moving the old output aside and moving the new one
+    in, the old output is put back first.
+    """
+    path = Path(path)
+    prefix = f".{path.name}."
+    for folder in path.parent.glob(glob.escape(prefix) + "*"):
+        if not _is_stale_temp(folder, folder.name[len(prefix):], path.name):
+            continue
+        aside = folder / "old" / path.name
+        if aside.exists() and not os.path.lexists(path):
+            os.replace(aside, path)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_stale_temp(folder: Path, suffix: str, name: str) -> bool:
+    match = _TEMP_SUFFIX.fullmatch(suffix)
+    if not match or folder.is_symlink() or not folder.is_dir():
+        return False
+    pid = match.group(1)
+    if not set(os.listdir(folder)) <= ({"new", "old"} if pid else {name}):
+        return False  # not laid out as ours: somebody else's folder
+    return pid is None or not _process_alive(int(pid))
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        # A killed writer that had our pid (pids repeat across containers); our own
+        # writes remove their folders before returning.
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
 
 
 def read_lines(path: Path) -> Iterator[Tuple[int, str]]:
