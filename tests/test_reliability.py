@@ -44,6 +44,37 @@ def hashed_pipeline(kb_dir: Path):
     return nlp
 
 
+# 1. nlp.pipe(n_process=2) -------------------------------------------------------------
+
+PIPE_SCRIPT = """
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    from tests.conftest import TOY_TEXTS, make_doc
+    from tests.test_reliability import hashed_pipeline
+
+    # Two intra-op threads even on a one-CPU machine: the parent's pool is what hung children.
+    torch.set_num_threads(2)
+    nlp = hashed_pipeline(Path(sys.argv[1]))
+    docs = [make_doc(nlp, text, mentions, with_ids=False) for text, mentions in TOY_TEXTS] * 16
+    one = [[e.kb_id_ for e in doc.ents] for doc in nlp.pipe(docs)]
+    two = [[e.kb_id_ for e in doc.ents] for doc in nlp.pipe(docs, n_process=2, batch_size=8)]
+    assert all(one), one
+    print("same" if one == two else f"differ: {one} != {two}")
+"""
+
+
+def test_pipe_with_two_processes_links_like_one(toy_kb_dir):
+    try:
+        result = run_python(PIPE_SCRIPT, str(toy_kb_dir), timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("nlp.pipe(n_process=2) hung (torch's thread pool in forked children)")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("same"), result.stdout
+
+
 # 4. atomic replace and stale temporary folders -------------------------------------------
 
 def dead_pid() -> int:
