@@ -4,7 +4,8 @@ Resolving a config must not load weights; `initialize` builds the module (loadin
 pretrained weights), and a saved pipeline brings the module's own files (config,
 tokenizer, weights) so `spacy.load` needs none of the original paths.
 """
-from typing import Callable, Optional, Type, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
 import srsly
 from thinc.api import Model, PyTorchShim, get_torch_default_device
@@ -29,7 +30,43 @@ def lazy_torch_model(name: str, forward: Callable, build: Callable[[], M], modul
         return module_class.from_files(srsly.msgpack_loads(data)).to(device)
 
     shim = PyTorchShim(None, serialize_model=serialize, deserialize_model=deserialize)
-    return Model(name, forward, init=_init, shims=[shim], attrs={"build": build})
+    return TorchModel(name, forward, init=_init, shims=[shim], attrs={"build": build})
+
+
+class TorchModel(Model):
+    """A Model whose damaged or truncated weights file is an ArboError naming the file,
+    not a msgpack or torch traceback from deep inside `spacy.load`."""
+
+    __slots__ = ()
+
+    def from_disk(self, path: Union[str, Path]) -> "TorchModel":
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise ArboError(f"{path}: cannot read the {self.name} weights ({err.strerror}).") from None
+        return self._load(data, str(path))
+
+    def from_bytes(self, bytes_data: bytes) -> "TorchModel":
+        return self._load(bytes_data, f"serialized {self.name}")
+
+    def _load(self, data: bytes, origin: str) -> "TorchModel":
+        try:
+            super().from_bytes(data)
+        except ArboError:
+            raise
+        except Exception as err:  # msgpack, thinc and torch raise many unrelated types
+            raise ArboError(
+                f"{origin}: the {self.name} weights are corrupt, truncated or from another "
+                f"architecture ({type(err).__name__}: {err}); re-save the pipeline with "
+                "nlp.to_disk, or train it again."
+            ) from None
+        return self
+
+    def _copy(self, seen: Optional[Dict[int, Any]] = None) -> "TorchModel":
+        copied = super()._copy(seen)
+        copied.__class__ = TorchModel  # thinc's copy builds a plain Model
+        return copied
 
 
 def _init(model: Model, X=None, Y=None) -> None:

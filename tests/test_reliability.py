@@ -75,6 +75,37 @@ def test_pipe_with_two_processes_links_like_one(toy_kb_dir):
     assert result.stdout.strip().endswith("same"), result.stdout
 
 
+# 3a. damaged weights -------------------------------------------------------------------
+
+@pytest.fixture
+def saved_pipeline(tmp_path, toy_kb_dir) -> Path:
+    hashed_pipeline(toy_kb_dir).to_disk(tmp_path / "pipeline")
+    return tmp_path / "pipeline"
+
+
+@pytest.mark.parametrize("damage", ["empty", "half", "last byte", "flipped"])
+def test_damaged_weights_file_is_one_arbo_error(saved_pipeline, damage, capsys):
+    weights = saved_pipeline / "arbo_linker" / "model"
+    data = weights.read_bytes()
+    damaged = {"empty": b"", "half": data[: len(data) // 2], "last byte": data[:-1],
+               "flipped": data[:64] + bytes(b ^ 0xFF for b in data[64:])}[damage]
+    weights.write_bytes(damaged)
+    with pytest.raises(ArboError, match=r"arbo_linker/model: the dual encoder weights are corrupt, truncated"):
+        spacy.load(saved_pipeline)
+    assert main(["evaluate", str(saved_pipeline), str(saved_pipeline / "test.spacy")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "re-save the pipeline" in err
+
+
+def test_truncated_weights_bytes_and_copies(saved_pipeline):
+    model = spacy.load(saved_pipeline).get_pipe("arbo_linker").model
+    data = model.to_bytes()
+    copy = model.copy()
+    with pytest.raises(ArboError, match=r"serialized dual encoder: the dual encoder weights are corrupt"):
+        copy.from_bytes(data[: len(data) // 3])
+    assert copy.from_bytes(data).to_bytes() == data
+
+
 # 4. atomic replace and stale temporary folders -------------------------------------------
 
 def dead_pid() -> int:
