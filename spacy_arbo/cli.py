@@ -1,8 +1,9 @@
 """`python -m spacy_arbo COMMAND`: build a KB, convert corpora, evaluate and discover."""
 import argparse
+import math
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .util import ArboError, atomic_path
 
@@ -15,9 +16,35 @@ def load_pipeline(path: str):
     return spacy.load(path)
 
 
-# Inference-time settings of arbo_linker that `evaluate --set` may change.
-LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "transductive",
-                   "threshold", "top_k", "index_aliases", "candidate_source", "use_long_form", "context_chars")
+def _is_number_or_null(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+
+
+def _is_int_at_least(minimum: int) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+_STRING = ("a string", lambda value: isinstance(value, str))
+_BOOLEAN = ("true or false", lambda value: isinstance(value, bool))
+_NUMBER_OR_NULL = ("a number or null", _is_number_or_null)
+
+
+# Inference-time settings of arbo_linker that `evaluate --set` may change, with what
+# each takes; which strings a choice setting allows is checked by the linker's `configure`.
+LINKER_SETTINGS: Dict[str, Tuple[str, Callable[[Any], bool]]] = {
+    "linking": _STRING,
+    "graph": _STRING,
+    "knn_mentions": ("a positive integer", _is_int_at_least(1)),
+    "min_similarity": _NUMBER_OR_NULL,
+    "clustering_scope": _STRING,
+    "transductive": _BOOLEAN,
+    "threshold": _NUMBER_OR_NULL,
+    "top_k": ("a positive integer", _is_int_at_least(1)),
+    "index_aliases": _BOOLEAN,
+    "candidate_source": _STRING,
+    "use_long_form": _BOOLEAN,
+    "context_chars": ("an integer >= 0", _is_int_at_least(0)),
+}
 
 
 def configured_pipeline(args: argparse.Namespace):
@@ -38,17 +65,24 @@ def configured_pipeline(args: argparse.Namespace):
 
 
 def apply_settings(linkers: List, settings: List[str]) -> None:
-    """Apply `KEY=VALUE` (VALUE parsed as JSON, else a string) to every arbo_linker."""
+    """Apply `KEY=VALUE` (VALUE parsed as JSON, else a string) to every arbo_linker.
+
+    Each value is checked against what its setting takes first, so `threshold=abc` is a
+    message naming it rather than a TypeError deep inside linking.
+    """
     import srsly
 
     for setting in settings:
         key, sep, raw = setting.partition("=")
         if not sep or key not in LINKER_SETTINGS:
-            raise ArboError(f"--set takes KEY=VALUE with KEY one of {LINKER_SETTINGS}; got '{setting}'.")
+            raise ArboError(f"--set takes KEY=VALUE with KEY one of {tuple(LINKER_SETTINGS)}; got '{setting}'.")
         try:
             value = srsly.json_loads(raw)
         except ValueError:
             value = raw
+        expected, accepts = LINKER_SETTINGS[key]
+        if not accepts(value):
+            raise ArboError(f"--set {key}={raw}: {key} takes {expected}; got {value!r}.")
         for linker in linkers:
             linker.configure(**{key: value})
 
@@ -249,10 +283,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run a command; a bad input (ArboError) or a file that cannot be read or written
+    (OSError) is one line on stderr and exit code 1, not a traceback."""
     args = _parser().parse_args(argv)
     try:
         args.func(args)
     except ArboError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return _fail(str(err))
+    except OSError as err:
+        where = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+        return _fail(f"{where}: {err.strerror or err}" if where else str(err))
     return 0
+
+
+def _fail(message: str) -> int:
+    print("error: " + message.replace("\n", " "), file=sys.stderr)
+    return 1

@@ -106,6 +106,60 @@ def test_truncated_weights_bytes_and_copies(saved_pipeline):
     assert copy.from_bytes(data).to_bytes() == data
 
 
+# 3b. evaluate --set and main() ---------------------------------------------------------
+
+class RecordingLinker:
+    def __init__(self) -> None:
+        self.settings: dict = {}
+
+    def configure(self, **settings) -> None:
+        self.settings.update(settings)
+
+
+@pytest.mark.parametrize("setting,expected", [
+    ("threshold=abc", "threshold takes a number or null; got 'abc'"),
+    ("threshold=true", "threshold takes a number or null; got True"),
+    ("min_similarity=[1]", "min_similarity takes a number or null; got [1]"),
+    ("top_k=0", "top_k takes a positive integer; got 0"),
+    ("top_k=2.5", "top_k takes a positive integer; got 2.5"),
+    ("knn_mentions=true", "knn_mentions takes a positive integer; got True"),
+    ("context_chars=-1", "context_chars takes an integer >= 0; got -1"),
+    ("transductive=1", "transductive takes true or false; got 1"),
+    ("index_aliases=yes", "index_aliases takes true or false; got 'yes'"),
+    ("linking=3", "linking takes a string; got 3"),
+])
+def test_apply_settings_rejects_values_of_the_wrong_type(setting, expected):
+    linker = RecordingLinker()
+    with pytest.raises(ArboError, match="^" + re.escape(f"--set {setting}: {expected}")):
+        apply_settings([linker], [setting])
+    assert linker.settings == {}
+
+
+def test_apply_settings_passes_values_of_the_right_type():
+    linker = RecordingLinker()
+    apply_settings([linker], ["threshold=0.5", "min_similarity=null", "top_k=3", "context_chars=0",
+                              "transductive=true", "linking=clustering", "threshold=1"])
+    assert linker.settings == {"threshold": 1, "min_similarity": None, "top_k": 3, "context_chars": 0,
+                               "transductive": True, "linking": "clustering"}
+
+
+def test_evaluate_with_a_bad_setting_is_one_line(saved_pipeline, capsys):
+    assert main(["evaluate", str(saved_pipeline), str(saved_pipeline / "test.spacy"),
+                 "--set", "threshold=abc"]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: --set threshold=abc: threshold takes a number or null; got 'abc'.\n"
+
+
+def test_main_reports_os_errors_in_one_line(tmp_path, capsys):
+    source = tmp_path / "kb.jsonl"
+    write_jsonl(EntityStore([Entity("MESH:D005334", "Fever")]), source)
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a directory")
+    assert main(["build-kb", str(source), str(blocker / "kb")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {blocker}") and err.count("\n") == 1
+
+
 # 4. atomic replace and stale temporary folders -------------------------------------------
 
 def dead_pid() -> int:
