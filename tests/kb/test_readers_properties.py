@@ -78,7 +78,8 @@ def jsonl_problem(records: List[Dict[str, Any]]) -> Optional[int]:
             return line
         if not isinstance(name, str) or not name.strip():
             return line
-        if not isinstance(record.get("aliases", []), list) or not all(isinstance(a, str) for a in record.get("aliases", [])):
+        aliases = record.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
             return line
         if not isinstance(record.get("definition") or "", str):
             return line
