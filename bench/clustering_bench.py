@@ -20,7 +20,7 @@ import time
 import faiss
 import numpy as np
 
-from spacy_arbo.kb.index import KINDS, FaissIndex
+from spacy_arbo.retrieval.faiss_index import KINDS, FaissIndex
 from spacy_arbo.linking.clustering import (
     GRAPHS,
     adjusted_rand_index,

@@ -16,7 +16,7 @@ from typing import Dict, List, Tuple
 import faiss
 import numpy as np
 
-from spacy_arbo.kb.index import KINDS, FaissIndex
+from spacy_arbo.retrieval.faiss_index import KINDS, FaissIndex
 
 SINGLE_QUERIES = 200
 

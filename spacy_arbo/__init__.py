@@ -1,8 +1,11 @@
 """spacy-arbo: entity linking and entity discovery for spaCy."""
-from . import forking  # noqa: F401  (registers the fork handler before any worker starts)
+from .forking import register_fork_handler
 from .kb.entities import NIL, Entity
 from .kb.store import EntityStore
 from .util import ArboError
+
+# Before any worker starts: nlp.pipe(docs, n_process=2) forks.
+register_fork_handler()
 
 __version__ = "0.1.0"
 __all__ = ["NIL", "ArboError", "Entity", "EntityStore", "__version__"]

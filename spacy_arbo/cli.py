@@ -1,9 +1,8 @@
 """`python -m spacy_arbo COMMAND`: build a KB, convert corpora, evaluate and discover."""
 import argparse
-import math
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import List, Optional
 
 from .util import ArboError, atomic_path
 
@@ -16,35 +15,10 @@ def load_pipeline(path: str):
     return spacy.load(path)
 
 
-def _is_number_or_null(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
-
-
-def _is_int_at_least(minimum: int) -> Callable[[Any], bool]:
-    return lambda value: isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
-_STRING = ("a string", lambda value: isinstance(value, str))
-_BOOLEAN = ("true or false", lambda value: isinstance(value, bool))
-_NUMBER_OR_NULL = ("a number or null", _is_number_or_null)
-
-
-# Inference-time settings of arbo_linker that `evaluate --set` may change, with what
-# each takes; which strings a choice setting allows is checked by the linker's `configure`.
-LINKER_SETTINGS: Dict[str, Tuple[str, Callable[[Any], bool]]] = {
-    "linking": _STRING,
-    "graph": _STRING,
-    "knn_mentions": ("a positive integer", _is_int_at_least(1)),
-    "min_similarity": _NUMBER_OR_NULL,
-    "clustering_scope": _STRING,
-    "transductive": _BOOLEAN,
-    "threshold": _NUMBER_OR_NULL,
-    "top_k": ("a positive integer", _is_int_at_least(1)),
-    "index_aliases": _BOOLEAN,
-    "candidate_source": _STRING,
-    "use_long_form": _BOOLEAN,
-    "context_chars": ("an integer >= 0", _is_int_at_least(0)),
-}
+# Inference-time settings of arbo_linker that `evaluate --set` may change; the linker's
+# settings check each value.
+LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "transductive",
+                   "threshold", "top_k", "index_aliases", "candidate_source", "use_long_form", "context_chars")
 
 
 def configured_pipeline(args: argparse.Namespace):
@@ -65,26 +39,23 @@ def configured_pipeline(args: argparse.Namespace):
 
 
 def apply_settings(linkers: List, settings: List[str]) -> None:
-    """Apply `KEY=VALUE` (VALUE parsed as JSON, else a string) to every arbo_linker.
-
-    Each value is checked against what its setting takes first, so `threshold=abc` is a
-    message naming it rather than a TypeError deep inside linking.
-    """
+    """Apply `KEY=VALUE` (VALUE parsed as JSON, else a string) to every arbo_linker; a bad
+    value is a message naming it (`--set threshold=abc: threshold takes a number or null`)."""
     import srsly
 
     for setting in settings:
         key, sep, raw = setting.partition("=")
         if not sep or key not in LINKER_SETTINGS:
-            raise ArboError(f"--set takes KEY=VALUE with KEY one of {tuple(LINKER_SETTINGS)}; got '{setting}'.")
+            raise ArboError(f"--set takes KEY=VALUE with KEY one of {LINKER_SETTINGS}; got '{setting}'.")
         try:
             value = srsly.json_loads(raw)
         except ValueError:
             value = raw
-        expected, accepts = LINKER_SETTINGS[key]
-        if not accepts(value):
-            raise ArboError(f"--set {key}={raw}: {key} takes {expected}; got {value!r}.")
         for linker in linkers:
-            linker.configure(**{key: value})
+            try:
+                linker.configure(**{key: value})
+            except ArboError as err:
+                raise ArboError(f"--set {setting}: {err}") from None
 
 
 def build_kb_command(args: argparse.Namespace) -> None:
@@ -109,13 +80,6 @@ def convert_command(args: argparse.Namespace) -> None:
     print(f"Wrote {args.output}")
 
 
-def init_pipeline_command(args: argparse.Namespace) -> None:
-    from .pipeline.init import init_pipeline
-
-    nlp = init_pipeline(args.kb_dir, args.output, config_path=args.config)
-    print(f"Wrote {args.output} (pipeline: {', '.join(nlp.pipe_names)})")
-
-
 def index_kb_command(args: argparse.Namespace) -> None:
     from .kb.store import EntityStore
 
@@ -123,14 +87,17 @@ def index_kb_command(args: argparse.Namespace) -> None:
     linker = nlp.get_pipe(args.component)
     linker.set_kb(EntityStore.from_disk(args.kb_dir))
     linker.refresh_index()
-    linker.save_index(args.kb_dir)
+    linker.retriever.save_prebuilt(args.kb_dir)
     print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
 
 
 def configure_command(args: argparse.Namespace) -> None:
+    from .pipeline.arbo_linker import arbo_linkers
+
     nlp = configured_pipeline(args)
+    for linker in arbo_linkers(nlp):
+        linker.ensure_fresh()  # changed entity texts (index_aliases) are encoded now, not on load
     with atomic_path(args.output) as tmp:
-        # Re-encodes the KB first when a setting changed the entity texts (index_aliases).
         nlp.to_disk(tmp)
     print(f"Wrote {args.output} with {', '.join(args.set or [])}"
           + (f" and the anchors of {args.anchors_from}" if args.anchors_from else ""))
@@ -226,12 +193,6 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
     cmd.add_argument("--limit", type=int, default=0, help="keep only the first N documents")
     cmd.set_defaults(func=convert_command)
-
-    cmd = commands.add_parser("init-pipeline", help="build and save an initialized (untrained) linking pipeline")
-    cmd.add_argument("kb_dir", help="entity store written by build-kb")
-    cmd.add_argument("output", help="output pipeline directory")
-    cmd.add_argument("--config", help="config file (default: blank English + arbo_linker defaults)")
-    cmd.set_defaults(func=init_pipeline_command)
 
     cmd = commands.add_parser("index-kb", help="encode a KB with a pipeline's encoder and store the index beside it")
     cmd.add_argument("pipeline")

@@ -5,10 +5,10 @@ from typing import Any, Dict, List
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from .evaluation import strip_links
 from .kb.entities import NIL
 from .linking.clustering import adjusted_rand_index
 from .pipeline.arbo_linker import arbo_linkers
+from .pipeline.gold_ents import strip_links
 from .util import ArboError
 
 

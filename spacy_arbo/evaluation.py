@@ -3,19 +3,13 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.training import Example
 
 from .kb.entities import NIL
 from .linking.clustering import adjusted_rand_index
+from .pipeline.gold_ents import strip_links
 from .scoring import RECALL_KS, MentionOutcome, accuracy, mention_outcomes, nil_prf, recall_at_k
-
-
-def strip_links(doc: Doc) -> Doc:
-    """A copy of `doc` with the gold mentions but without their ids: the linker's input."""
-    copy = doc.copy()
-    copy.ents = [Span(copy, e.start, e.end, label=e.label_) for e in doc.ents]
-    return copy
 
 
 def gold_id_set(docs: Iterable[Doc]) -> Set[str]:

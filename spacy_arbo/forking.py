@@ -17,4 +17,12 @@ def _single_threaded_torch() -> None:
         torch.set_num_threads(1)
 
 
-os.register_at_fork(after_in_child=_single_threaded_torch)
+_registered = False
+
+
+def register_fork_handler() -> None:
+    """Once per process: forked children run torch on one thread."""
+    global _registered
+    if not _registered:
+        os.register_at_fork(after_in_child=_single_threaded_torch)
+        _registered = True

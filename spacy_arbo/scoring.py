@@ -4,6 +4,7 @@ A composite gold id (`D001|D002`) is right when the prediction matches any part,
 the scorers here compare against id sets rather than spaCy's exact string match.
 """
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.scorer import PRFScore
@@ -120,16 +121,29 @@ def nil_prf(outcomes: Sequence[MentionOutcome]) -> Dict[str, Optional[float]]:
     return {"nil_p": prf.precision, "nil_r": prf.recall, "nil_f": prf.fscore}
 
 
+def score_retrieval(examples: Iterable[Example], *, nel_scores: bool, ks: Sequence[int], **_kwargs) -> Dict[str, Any]:
+    """`arbo_recall@k` always; `nel_micro_p/r/f` only when the component makes the final
+    decision."""
+    outcomes = mention_outcomes(examples)
+    scores: Dict[str, Any] = {f"arbo_recall@{k}": v for k, v in recall_at_k(outcomes, ks).items()}
+    if nel_scores:
+        scores.update(link_prf(outcomes))
+    return scores
+
+
+def score_reranking(examples: Iterable[Example], **_kwargs) -> Dict[str, Any]:
+    """spaCy's `nel_micro_p/r/f` (with composite gold ids) and accuracy@1 over the mentions
+    with a gold id; the reranker makes the final decision, so it owns these keys."""
+    outcomes = mention_outcomes(examples)
+    return {**link_prf(outcomes), "rerank_accuracy": accuracy(outcomes)}
+
+
 @registry.scorers("spacy_arbo.arbo_linker_scorer.v1")
 def make_arbo_linker_scorer(nel_scores: bool = True, ks: Sequence[int] = RECALL_KS) -> Callable[..., Dict[str, Any]]:
-    """`arbo_recall@k` always; `nel_micro_p/r/f` only when this component makes the
-    final decision (set `nel_scores = false` when a reranker follows)."""
+    """Set `nel_scores = false` when a reranker follows the arbo_linker."""
+    return partial(score_retrieval, nel_scores=nel_scores, ks=tuple(ks))
 
-    def score(examples: Iterable[Example], **_kwargs) -> Dict[str, Any]:
-        outcomes = mention_outcomes(examples)
-        scores: Dict[str, Any] = {f"arbo_recall@{k}": v for k, v in recall_at_k(outcomes, ks).items()}
-        if nel_scores:
-            scores.update(link_prf(outcomes))
-        return scores
 
-    return score
+@registry.scorers("spacy_arbo.multi_cross_reranker_scorer.v1")
+def make_reranker_scorer() -> Callable[..., Dict[str, Any]]:
+    return score_reranking

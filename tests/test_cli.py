@@ -1,10 +1,12 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
 from spacy_arbo.cli import main
 
-from .kb.test_readers import CTD_HEADER, ctd_line
+from .util import CTD_HEADER, ctd_line
 
 HASHED_CONFIG = """
 [paths]
@@ -62,15 +64,21 @@ def files(tmp_path):
     return tmp_path, ctd, corpus, config
 
 
-def test_build_convert_init_evaluate(files, capsys):
+def assemble(config, output, kb_dir):
+    """An initialized pipeline, as the workflow makes one: `python -m spacy assemble`."""
+    subprocess.run([sys.executable, "-m", "spacy", "assemble", str(config), str(output), "--paths.kb", str(kb_dir)],
+                   check=True, capture_output=True)
+
+
+def test_build_convert_assemble_evaluate(files, capsys):
     tmp, ctd, corpus, config = files
     assert main(["build-kb", str(ctd), str(tmp / "kb"), "--format", "ctd"]) == 0
     assert "2 entities, 1 aliases, 1 entities with a definition" in capsys.readouterr().out
     assert main(["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")]) == 0
     out = capsys.readouterr().out
     assert "documents" in out and "NIL mentions (no id or not in KB)" in out
-    assert main(["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)]) == 0
-    assert (tmp / "pipeline" / "arbo_linker" / "index").is_dir()
+    assemble(config, tmp / "pipeline", tmp / "kb")
+    assert (tmp / "pipeline" / "arbo_linker" / "indexes" / "index").is_dir()
     metrics_path = tmp / "metrics.json"
     assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"),
                  "--seen-from", str(tmp / "test.spacy"), "--output", str(metrics_path)]) == 0
@@ -102,9 +110,9 @@ def linked(files):
     """A KB, a converted corpus and an initialized hashed-tower pipeline, through the CLI."""
     tmp, ctd, corpus, config = files
     for argv in (["build-kb", str(ctd), str(tmp / "kb")],
-                 ["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")],
-                 ["init-pipeline", str(tmp / "kb"), str(tmp / "pipeline"), "--config", str(config)]):
+                 ["convert", str(corpus), str(tmp / "test.spacy"), "--kb", str(tmp / "kb")]):
         assert main(argv) == 0
+    assemble(config, tmp / "pipeline", tmp / "kb")
     return tmp
 
 
@@ -177,10 +185,10 @@ def test_configure_stores_settings_that_evaluate_then_uses(linked, capsys):
                  "--set", "linking=clustering", "--anchors-from", str(tmp / "test.spacy")]) == 0
     linker = spacy.load(tmp / "aliases").get_pipe("arbo_linker")
     assert linker.cfg["index_aliases"] and linker.cfg["linking"] == "clustering" and linker.cfg["transductive"]
-    assert linker.index.ntotal == 3  # two names and the alias "pyrexia"
+    assert linker.retriever.dense.ntotal == 3  # two names and the alias "pyrexia"
     assert len(linker.corpus) == 3  # the gold mentions whose id is in the KB
     assert main(["configure", str(tmp / "pipeline"), str(tmp / "x"), "--set", "graph=tree"]) == 1
     assert "Unknown graph 'tree'" in capsys.readouterr().err and not (tmp / "x").exists()
     # In place, as the workflow does after training.
     assert main(["configure", str(tmp / "aliases"), str(tmp / "aliases"), "--set", "index_aliases=false"]) == 0
-    assert spacy.load(tmp / "aliases").get_pipe("arbo_linker").index.ntotal == 2
+    assert spacy.load(tmp / "aliases").get_pipe("arbo_linker").retriever.dense.ntotal == 2

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from spacy.util import load_config, load_model_from_config
 
-from .pipeline.test_arbo_linker import make_nlp
+from .util import make_nlp
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg"))
 

@@ -17,6 +17,7 @@ from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError, atomic_path, clean_stale_temps
 
 from .conftest import TOY_ENTITIES
+from .util import make_nlp
 
 ROOT = Path(__file__).resolve().parents[1]
 HASHED_MODEL = {
@@ -108,39 +109,36 @@ def test_truncated_weights_bytes_and_copies(saved_pipeline):
 
 # 3b. evaluate --set and main() ---------------------------------------------------------
 
-class RecordingLinker:
-    def __init__(self) -> None:
-        self.settings: dict = {}
-
-    def configure(self, **settings) -> None:
-        self.settings.update(settings)
-
-
 @pytest.mark.parametrize("setting,expected", [
     ("threshold=abc", "threshold takes a number or null; got 'abc'"),
     ("threshold=true", "threshold takes a number or null; got True"),
     ("min_similarity=[1]", "min_similarity takes a number or null; got [1]"),
     ("top_k=0", "top_k takes a positive integer; got 0"),
-    ("top_k=2.5", "top_k takes a positive integer; got 2.5"),
-    ("knn_mentions=true", "knn_mentions takes a positive integer; got True"),
+    ("top_k=2.5", "top_k takes an integer; got 2.5"),
+    ("knn_mentions=true", "knn_mentions takes an integer; got True"),
     ("context_chars=-1", "context_chars takes an integer >= 0; got -1"),
     ("transductive=1", "transductive takes true or false; got 1"),
     ("index_aliases=yes", "index_aliases takes true or false; got 'yes'"),
     ("linking=3", "linking takes a string; got 3"),
 ])
-def test_apply_settings_rejects_values_of_the_wrong_type(setting, expected):
-    linker = RecordingLinker()
+def test_apply_settings_rejects_values_of_the_wrong_type(setting, expected, toy_kb_dir):
+    linker = make_nlp(toy_kb_dir).get_pipe("arbo_linker")
+    before = linker.settings
     with pytest.raises(ArboError, match="^" + re.escape(f"--set {setting}: {expected}")):
         apply_settings([linker], [setting])
-    assert linker.settings == {}
+    assert linker.settings == before
 
 
-def test_apply_settings_passes_values_of_the_right_type():
-    linker = RecordingLinker()
+def test_apply_settings_passes_values_of_the_right_type(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    linker = nlp.get_pipe("arbo_linker")
     apply_settings([linker], ["threshold=0.5", "min_similarity=null", "top_k=3", "context_chars=0",
                               "transductive=true", "linking=clustering", "threshold=1"])
-    assert linker.settings == {"threshold": 1, "min_similarity": None, "top_k": 3, "context_chars": 0,
-                               "transductive": True, "linking": "clustering"}
+    expected = {"threshold": 1, "min_similarity": None, "top_k": 3, "context_chars": 0, "transductive": True,
+                "linking": "clustering"}
+    assert {k: linker.cfg[k] for k in expected} == expected
+    # ...and into the pipeline's config, which a saved pipeline keeps.
+    assert {k: nlp.config["components"]["arbo_linker"][k] for k in expected} == expected
 
 
 def test_evaluate_with_a_bad_setting_is_one_line(saved_pipeline, capsys):

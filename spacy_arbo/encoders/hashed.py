@@ -5,6 +5,7 @@ tests use it to overfit toy KBs in seconds. Each input has two text fields (ment
 context, or title and description), each embedded as [mean unigrams; mean bigrams].
 """
 import io
+from functools import partial
 import re
 from typing import Callable, Dict, List, Sequence, Tuple
 
@@ -110,7 +111,4 @@ def build_hashed_tower(
     if n_buckets < 1 or embed_dim < 1 or out_dim < 1:
         raise ArboError("HashedNgramTower: n_buckets, embed_dim and out_dim must be positive.")
 
-    def build() -> HashedNgramTower:
-        return HashedNgramTower(n_buckets, embed_dim, out_dim, context_words, seed)
-
-    return build
+    return partial(HashedNgramTower, n_buckets, embed_dim, out_dim, context_words, seed)

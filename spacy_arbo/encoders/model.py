@@ -1,4 +1,5 @@
 """The thinc side of the dual encoder: a registered architecture wrapping the torch module."""
+from functools import partial
 from typing import Callable, List, Optional, Tuple
 
 from spacy.util import registry
@@ -28,11 +29,15 @@ def build_dual_encoder(
     deserialization, so resolving a config never touches weights on disk.
     """
 
-    def build() -> DualEncoder:
-        return DualEncoder(mention_tower(), entity_tower() if entity_tower else None,
-                           similarity, scale, learn_scale)
-
+    build = partial(_build_dual_encoder, mention_tower, entity_tower, similarity, scale, learn_scale)
     return lazy_torch_model("dual encoder", forward, build, DualEncoder)
+
+
+def _build_dual_encoder(
+    mention_tower: Callable[[], Tower], entity_tower: Optional[Callable[[], Tower]], similarity: str,
+    scale: float, learn_scale: bool,
+) -> DualEncoder:
+    return DualEncoder(mention_tower(), entity_tower() if entity_tower else None, similarity, scale, learn_scale)
 
 
 def forward(model: Model, X: DualInputs, is_train: bool) -> Tuple[DualOutputs, Callable]:

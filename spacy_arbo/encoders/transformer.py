@@ -1,5 +1,6 @@
 """A Hugging Face transformer tower, with ArboEL's marker tokens and cls/mean pooling."""
 import io
+from functools import partial
 import tempfile
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
@@ -142,10 +143,7 @@ def build_transformer_tower(
     if pooling not in POOLINGS:
         raise ArboError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}.")
 
-    def build() -> TransformerTower:
-        return TransformerTower.from_pretrained(name, pooling, max_length, use_markers)
-
-    return build
+    return partial(TransformerTower.from_pretrained, name, pooling, max_length, use_markers)
 
 
 @registry.misc("spacy_arbo.default_encoder_path.v1")

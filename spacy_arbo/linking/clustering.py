@@ -94,7 +94,7 @@ def partition(
     """Partition mentions into clusters with at most one entity each (ArboEL A.2-A.3).
 
     knn_indices, knn_similarities: (n, k) nearest mentions of each mention, e.g. from
-        `nearest_neighbours(m, m, k, exclude_self=True)` or FAISS; -1 pads missing
+        `retrieval.retriever.exact_search(m, m, k, exclude_self=True)`; -1 pads missing
         neighbours (their similarity is ignored) and a mention listed as its own
         neighbour is skipped. k may be 0 ("independent" linking).
     entity_rows, entity_similarities: (n,) each mention's nearest entity (any int id,
@@ -152,52 +152,6 @@ def partition(
     else:
         parent, parent_similarity = _directed_tree(n, src, dst, similarity, is_entity)
     return _collect(n, rows, parent, parent_similarity)
-
-
-def nearest_neighbours(
-    queries: np.ndarray,
-    keys: np.ndarray,
-    k: int,
-    *,
-    exclude_self: bool = False,
-    batch_size: int = 256,
-) -> Tuple[np.ndarray, np.ndarray]:
-    """Exact top-k keys of every query by inner product: (indices, similarities), (n, k).
-
-    Brute force, for up to some tens of thousands of keys; for more, search a FAISS
-    index instead (`FaissIndex.search` returns (scores, ids): pass ids as indices).
-    exclude_self (the queries are the first rows of the keys) leaves each query out of
-    its own list. Best first; ties go to the lower index; slots beyond the available keys hold
-    -1 and -inf.
-    """
-    query_matrix = _as_matrix(queries, "queries")
-    key_matrix = _as_matrix(keys, "keys")
-    if query_matrix.shape[1] != key_matrix.shape[1]:
-        raise ArboError(f"Queries have dimension {query_matrix.shape[1]} but keys have "
-                        f"dimension {key_matrix.shape[1]}.")
-    if exclude_self and len(query_matrix) > len(key_matrix):
-        raise ArboError(f"exclude_self needs the queries to be the first rows of the keys; got "
-                        f"{len(query_matrix)} queries and {len(key_matrix)} keys.")
-    for name, value in (("k", k), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ArboError(f"{name} must be a positive integer; got {value!r}.")
-    n = len(query_matrix)
-    indices = np.full((n, k), -1, dtype=np.int64)
-    similarities = np.full((n, k), -np.inf, dtype=np.float32)
-    width = min(k, len(key_matrix) - int(exclude_self))
-    if width <= 0:
-        return indices, similarities
-    for start in range(0, n, batch_size):
-        scores = query_matrix[start:start + batch_size] @ key_matrix.T
-        if exclude_self:
-            scores[np.arange(len(scores)), np.arange(start, start + len(scores))] = -np.inf
-        top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
-        top_scores = np.take_along_axis(scores, top, axis=1)
-        order = np.lexsort((top, -top_scores), axis=1)
-        indices[start:start + len(scores), :width] = np.take_along_axis(top, order, axis=1)
-        similarities[start:start + len(scores), :width] = np.take_along_axis(top_scores, order,
-                                                                             axis=1)
-    return indices, similarities
 
 
 def adjusted_rand_index(gold_labels, predicted_clusters) -> float:
@@ -306,16 +260,6 @@ def _as_float(array: np.ndarray, name: str) -> np.ndarray:
 def _check_no_nan(values: np.ndarray, mentions: np.ndarray, name: str) -> None:
     if np.isnan(values).any():
         raise ArboError(f"{name} is NaN for mention {int(mentions[np.isnan(values)][0])}.")
-
-
-def _as_matrix(vectors: np.ndarray, name: str) -> np.ndarray:
-    matrix = np.asarray(vectors)
-    if matrix.ndim != 2:
-        raise ArboError(f"{name} must be a 2-d matrix; got shape {matrix.shape}.")
-    matrix = matrix.astype(np.float32, copy=False)
-    if not np.isfinite(matrix).all():
-        raise ArboError(f"{name} contain NaN or infinite values.")
-    return matrix
 
 
 # Partitioning ----------------------------------------------------------------------

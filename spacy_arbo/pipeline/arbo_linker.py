@@ -1,13 +1,14 @@
-"""`arbo_linker`: dense retrieval of KB candidates for every entity mention, and linking."""
-import hashlib
-import sys
-from dataclasses import dataclass
-import time
+"""`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them."""
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import srsly
+from spacy import util
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
@@ -15,28 +16,31 @@ from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer
-from tqdm import tqdm
 
-from ..torch_model import get_module
-from ..encoders.templates import ENTITY_FIELDS, EntityInput, MentionInput, entity_inputs, mention_input
+from ..encoders.batching import encode_by_length
+from ..encoders.templates import EntityInput, MentionInput, mention_input
 from ..kb.entities import NIL
-from ..kb.index import FaissIndex
 from ..kb.store import EntityStore
-from ..kb.tfidf import TfidfAliasIndex
-from ..linking.clustering import GRAPHS, nearest_neighbours, partition
+from ..linking.clustering import GRAPHS
+from ..linking.mention_graph import cluster_mentions
+from ..retrieval.candidates import Candidates
+from ..retrieval.retriever import EntityRetriever, RetrievalSettings
+from ..settings import (check_at_least, check_choice, replace_settings, setting_defaults, store_in_config,
+                        with_setting_parameters)
+from ..torch_model import get_module
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
 from .abbreviations import LongForms
 from .gold_ents import with_gold_mentions
-from .candidates import Candidates, best_above, fuse_candidates, rows_to_candidates, write_link
+from .links import best_above, write_link
 
-CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
+logger = logging.getLogger("spacy_arbo")
+
 LINKINGS = ("independent", "clustering")
 SCOPES = ("batch", "doc")
-# Settings that change what the entity tower encodes, hence the index.
-ENTITY_TEXT_SETTINGS = ("entity_fields", "max_aliases", "index_aliases")
-KB_INDEX_DIR = "index"
+# A mention without a single word character ("  ", "--") names nothing: it is not linked.
+WORDLESS = re.compile(r"^\W*$")
 
 DEFAULT_MODEL = Config().from_str(
     """
@@ -62,81 +66,60 @@ for _attr in ("arbo_cluster", "arbo_path"):
         Span.set_extension(_attr, default=None)
 
 
+@dataclass(frozen=True)
+class LinkerSettings(RetrievalSettings):
+    """Everything `arbo_linker` can be configured with besides its model, objective and
+    scorer (the retrieval settings are inherited). spaCy's names where they mean the same:
+    `threshold` (NIL below it), `labels_discard`, `overwrite`, `use_gold_ents`."""
+
+    threshold: Optional[float] = None
+    labels_discard: List[str] = field(default_factory=list)
+    overwrite: bool = True
+    use_gold_ents: bool = True
+    context_chars: int = 0
+    use_long_form: bool = False
+    linking: str = "independent"
+    graph: str = "directed"
+    knn_mentions: int = 8
+    min_similarity: Optional[float] = None
+    clustering_scope: str = "batch"
+    transductive: bool = False
+    refresh_every: int = 200
+    alias_pairs_per_batch: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("linking", self.linking, LINKINGS)
+        check_choice("graph", self.graph, GRAPHS)
+        check_choice("clustering_scope", self.clustering_scope, SCOPES)
+        check_at_least(1, refresh_every=self.refresh_every)
+        check_at_least(0, knn_mentions=self.knn_mentions, context_chars=self.context_chars,
+                       alias_pairs_per_batch=self.alias_pairs_per_batch)
+        if self.linking == "clustering" and not self.uses_dense:
+            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
+        object.__setattr__(self, "labels_discard", list(self.labels_discard))
+
+
 @Language.factory(
     "arbo_linker",
     requires=["doc.ents"],
     assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents", "span._.arbo_cluster", "span._.arbo_path"],
     default_config={
         "model": DEFAULT_MODEL,
-        "candidate_source": "dense",
-        "top_k": 64,
-        "threshold": None,
-        "labels_discard": [],
-        "overwrite": True,
-        "use_gold_ents": True,
-        "context_chars": 0,
-        "use_long_form": False,
-        "entity_fields": [],
-        "max_aliases": 8,
-        "index": {"kind": "flat"},
-        "index_aliases": False,
-        "batch_size": 64,
-        "use_gpu_index": None,
-        "linking": "independent",
-        "graph": "directed",
-        "knn_mentions": 8,
-        "min_similarity": None,
-        "clustering_scope": "batch",
-        "transductive": False,
         "objective": {"@losses": "spacy_arbo.in_batch.v1"},
-        "refresh_every": 200,
-        "alias_pairs_per_batch": 0,
-        "seed": 0,
         "scorer": {"@scorers": "spacy_arbo.arbo_linker_scorer.v1"},
+        **setting_defaults(LinkerSettings),
     },
     default_score_weights={"arbo_recall@1": 0.5, "arbo_recall@64": 0.5, "nel_micro_f": None,
                            "nel_micro_p": None, "nel_micro_r": None},
 )
-def make_arbo_linker(
-    nlp: Language,
-    name: str,
-    model: Model,
-    candidate_source: str,
-    top_k: int,
-    threshold: Optional[float],
-    labels_discard: Iterable[str],
-    overwrite: bool,
-    use_gold_ents: bool,
-    context_chars: int,
-    use_long_form: bool,
-    entity_fields: List[str],
-    max_aliases: int,
-    index: Dict[str, Any],
-    index_aliases: bool,
-    batch_size: int,
-    use_gpu_index: Optional[bool],
-    linking: str,
-    graph: str,
-    knn_mentions: int,
-    min_similarity: Optional[float],
-    clustering_scope: str,
-    transductive: bool,
-    objective: Objective,
-    refresh_every: int,
-    alias_pairs_per_batch: int,
-    seed: int,
-    scorer: Optional[Callable],
-) -> "ArboLinker":
-    return ArboLinker(
-        nlp.vocab, model, name, candidate_source=candidate_source, top_k=top_k, threshold=threshold,
-        labels_discard=labels_discard, overwrite=overwrite, use_gold_ents=use_gold_ents,
-        context_chars=context_chars, use_long_form=use_long_form, entity_fields=entity_fields,
-        max_aliases=max_aliases, index=index, index_aliases=index_aliases, batch_size=batch_size,
-        use_gpu_index=use_gpu_index, linking=linking, graph=graph, knn_mentions=knn_mentions,
-        min_similarity=min_similarity, clustering_scope=clustering_scope, transductive=transductive,
-        objective=objective, refresh_every=refresh_every,
-        alias_pairs_per_batch=alias_pairs_per_batch, seed=seed, scorer=scorer,
-    )
+@with_setting_parameters(LinkerSettings, [("nlp", Language), ("name", str), ("model", Model),
+                                          ("objective", Objective), ("scorer", Optional[Callable])])
+def make_arbo_linker(nlp: Language, name: str, model: Model, objective: Objective, scorer: Optional[Callable],
+                     **settings: Any) -> "ArboLinker":
+    return ArboLinker(nlp.vocab, model, name, nlp=nlp, objective=objective, scorer=scorer,
+                      settings=LinkerSettings(**settings))
 
 
 @dataclass
@@ -164,162 +147,78 @@ class ArboLinker(TrainablePipe):
         model: Model,
         name: str = "arbo_linker",
         *,
-        candidate_source: str = "dense",
-        top_k: int = 64,
-        threshold: Optional[float] = None,
-        labels_discard: Iterable[str] = SimpleFrozenList(),
-        overwrite: bool = True,
-        use_gold_ents: bool = True,
-        context_chars: int = 0,
-        use_long_form: bool = False,
-        entity_fields: Sequence[str] = (),
-        max_aliases: int = 8,
-        index: Optional[Dict[str, Any]] = None,
-        index_aliases: bool = False,
-        batch_size: int = 64,
-        use_gpu_index: Optional[bool] = None,
-        linking: str = "independent",
-        graph: str = "directed",
-        knn_mentions: int = 8,
-        min_similarity: Optional[float] = None,
-        clustering_scope: str = "batch",
-        transductive: bool = False,
+        nlp: Optional[Language] = None,
         objective: Optional[Objective] = None,
-        refresh_every: int = 200,
-        alias_pairs_per_batch: int = 0,
-        seed: int = 0,
         scorer: Optional[Callable] = None,
+        settings: LinkerSettings = LinkerSettings(),
     ) -> None:
-        unknown = [f for f in entity_fields if f not in ENTITY_FIELDS]
-        if unknown:
-            raise ArboError(f"Unknown entity_fields {unknown}; expected a subset of {ENTITY_FIELDS}.")
-        if top_k < 1 or batch_size < 1 or refresh_every < 1 or context_chars < 0 or alias_pairs_per_batch < 0:
-            raise ArboError(
-                "top_k, batch_size and refresh_every must be positive; context_chars and "
-                "alias_pairs_per_batch non-negative."
-            )
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.cfg: Dict[str, Any] = {
-            "candidate_source": candidate_source, "top_k": top_k, "threshold": threshold,
-            "labels_discard": list(labels_discard), "overwrite": overwrite, "context_chars": context_chars,
-            "use_long_form": use_long_form, "entity_fields": list(entity_fields), "max_aliases": max_aliases,
-            "index": dict(index or {"kind": "flat"}), "index_aliases": index_aliases, "batch_size": batch_size,
-            "use_gpu_index": use_gpu_index, "refresh_every": refresh_every,
-            "alias_pairs_per_batch": alias_pairs_per_batch, "seed": seed, "linking": linking, "graph": graph,
-            "knn_mentions": knn_mentions, "min_similarity": min_similarity, "clustering_scope": clustering_scope,
-            "transductive": transductive,
-        }
-        self.use_gold_ents = use_gold_ents
-        self.kb: Optional[EntityStore] = None
-        self._alias_pair_cache: Optional[List[Tuple[str, int]]] = None
-        self._long_forms: Optional[LongForms] = None
-        self._entity_inputs: Optional[List[EntityInput]] = None
-        self.index: Optional[FaissIndex] = None
-        self.tfidf: Optional[TfidfAliasIndex] = None
+        # The pipeline it belongs to, whose config keeps the settings that `configure` changes.
+        self.nlp = nlp
+        self.settings = settings
         self.objective = objective
-        # Training state: the corpus's gold mentions, and whether vectors lag the weights.
+        self.retriever: Optional[EntityRetriever] = None
+        self._long_forms: Optional[LongForms] = None
+        # Whether the entity index lags the weights (after an update, or new entity texts).
+        self._stale = False
+        # Training state: the corpus's gold mentions, and the update count their vectors
+        # were encoded at (None: no current vectors).
         self.corpus = TrainingMentions()
         self._updates = 0
-        # The update count the corpus vectors were encoded at (None: no current vectors).
         self._corpus_encoded_at: Optional[int] = None
-        self._stale = False
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(settings.seed)
         self._scorer = scorer
         self.scorer = self._score_with_gold_ents if scorer is not None else None
-        self.configure()
 
-    def configure(self, **settings: Any) -> None:
-        """Change inference settings (linking mode, graph, thresholds) and check them."""
-        unknown = set(settings) - set(self.cfg)
-        if unknown:
-            raise ArboError(f"Unknown arbo_linker settings {sorted(unknown)}.")
-        cfg = {**self.cfg, **settings}
-        for setting, allowed in (("linking", LINKINGS), ("graph", GRAPHS), ("clustering_scope", SCOPES),
-                                 ("candidate_source", CANDIDATE_SOURCES)):
-            if cfg[setting] not in allowed:
-                raise ArboError(f"Unknown {setting} '{cfg[setting]}'; expected one of {allowed}.")
-        if cfg["linking"] == "clustering" and cfg["candidate_source"] == "tfidf":
-            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
-        if any(cfg[k] != self.cfg.get(k) for k in ENTITY_TEXT_SETTINGS if k in settings):
-            # Other entity texts: the index must be re-encoded before its next use.
-            self._entity_inputs = None
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings as a dict (read-only view; change them with `configure`)."""
+        return dataclasses.asdict(self.settings)
+
+    def configure(self, **changes: Any) -> None:
+        """Change settings (linking mode, graph, thresholds...), checked, here and in the
+        pipeline's config, so that a saved pipeline keeps them."""
+        self.settings = replace_settings(self.settings, changes, self.name)
+        store_in_config(self.nlp, self, changes)
+        if self.retriever is not None and self.retriever.configure(self.settings):
             self._stale = True
-        self.cfg = cfg
 
     # Knowledge base and index -----------------------------------------------------
+
+    @property
+    def kb(self) -> Optional[EntityStore]:
+        return None if self.retriever is None else self.retriever.kb
 
     def set_kb(self, kb: EntityStore) -> None:
         if not len(kb):
             raise ArboError(f"{self.name}: the KB is empty.")
-        self.kb = kb
-        self._alias_pair_cache = None
-        self._entity_inputs = None
+        self.retriever = EntityRetriever(kb, self.settings)
+        self._stale = True
 
-    def _require_kb(self) -> EntityStore:
-        if self.kb is None:
+    def _require_retriever(self) -> EntityRetriever:
+        if self.retriever is None:
             raise ArboError(
                 f"'{self.name}' has no KB: call nlp.initialize() with "
                 "[initialize.components.<name>.kb_loader] set, or load a saved pipeline."
             )
-        return self.kb
+        return self.retriever
 
-    @property
-    def index_fingerprint(self) -> str:
-        """What the entity vectors depend on: encoder weights, KB content, entity texts."""
-        texts = srsly.json_dumps([self.cfg[k] for k in ENTITY_TEXT_SETTINGS])
-        texts_hash = hashlib.sha1(texts.encode("utf8")).hexdigest()[:8]
-        return f"encoder={get_module(self.model).fingerprint()} kb={self._require_kb().fingerprint()[:16]} texts={texts_hash}"
-
-    def entity_texts(self) -> Tuple[List[EntityInput], np.ndarray]:
-        """What the entity tower encodes, and which entity row each vector belongs to."""
-        kb = self._require_kb()
-        inputs = list(self._entity_input_cache())
-        owners = list(range(len(kb)))
-        if self.cfg["index_aliases"]:
-            for row, entity in enumerate(kb):
-                for alias in entity.aliases:
-                    inputs.append(EntityInput(alias, inputs[row].description))
-                    owners.append(row)
-        return inputs, np.asarray(owners, dtype=np.int64)
+    def _encoder_fingerprint(self) -> str:
+        return get_module(self.model).fingerprint()
 
     def refresh_index(self, progress: bool = True) -> None:
         """Re-encode every entity with the current weights and rebuild the index."""
-        started = time.perf_counter()
-        inputs, owners = self.entity_texts()
-        vectors = self._encode(inputs, lambda batch: self.model.predict(([], batch))[1],
-                               lambda e: len(e.title) + len(e.description), progress, "encoding entities")
-        # Index ids are entity rows, so an entity with several vectors appears once per vector.
-        self.index = FaissIndex.build(
-            vectors, ids=owners, use_gpu=self.cfg["use_gpu_index"],
-            fingerprint=self.index_fingerprint, **self.cfg["index"],
-        )
+        retriever = self._require_retriever()
+        retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint())
         self._stale = False
-        if self._updates:
-            print(f"{self.name}: re-encoded {len(inputs):,} entity texts in "
-                  f"{time.perf_counter() - started:.1f}s after {self._updates} updates", file=sys.stderr)
 
     def ensure_fresh(self) -> None:
         """Entity vectors go stale with every optimizer step: re-encode before they are used."""
-        if self._stale and self.cfg["candidate_source"] != "tfidf":
+        retriever = self._require_retriever()
+        if self.settings.uses_dense and (self._stale or retriever.dense is None):
             self.refresh_index()
-
-    def save_index(self, kb_dir: Path) -> None:
-        """Store the entity index beside the KB, so pipelines with the same encoder and
-        entity texts skip encoding the KB in `initialize`."""
-        if self.index is None:
-            raise ArboError(f"'{self.name}' has no entity index to save.")
-        self.index.to_disk(Path(kb_dir) / KB_INDEX_DIR)
-
-    def _load_prebuilt_index(self, kb_dir: Path) -> bool:
-        """Reuse an index stored in the KB directory; one made by another encoder (or
-        from other entity texts) is an error rather than silently wrong candidates."""
-        if not (kb_dir / KB_INDEX_DIR).is_dir():
-            return False
-        self.index = FaissIndex.from_disk(
-            kb_dir / KB_INDEX_DIR, expected_fingerprint=self.index_fingerprint, use_gpu=self.cfg["use_gpu_index"])
-        return True
 
     def initialize(
         self,
@@ -328,25 +227,28 @@ class ArboLinker(TrainablePipe):
         nlp: Optional[Language] = None,
         kb_loader: Optional[Callable[[Vocab], EntityStore]] = None,
     ) -> None:
+        self.nlp = nlp if nlp is not None else self.nlp
         if kb_loader is not None:
             self.set_kb(kb_loader(self.vocab))
-        kb = self._require_kb()
+        retriever = self._require_retriever()
         examples = list(get_examples()) if get_examples is not None else []
         if examples:
             validate_examples(examples, f"{self.name}.initialize")
         self.set_training_mentions(eg.reference for eg in examples)
         self.model.initialize()
-        kb_dir = getattr(kb, "path", None)
-        if self.cfg["candidate_source"] != "tfidf":
-            if not (kb_dir and self._load_prebuilt_index(Path(kb_dir))):
+        kb_dir = retriever.kb.path
+        if self.settings.uses_dense:
+            if kb_dir and retriever.load_prebuilt(kb_dir, self._encoder_fingerprint()):
+                self._stale = False
+            else:
                 self.refresh_index()
-        if self.cfg["candidate_source"] != "dense":
-            self.tfidf = TfidfAliasIndex.build(kb)
+        if self.settings.uses_tfidf:
+            retriever.ensure_tfidf()
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
         """Keep the gold mentions of `docs`: the arborescence objective's graph nodes, and
         with `transductive` the clustering's anchors (stored with the pipeline)."""
-        kb = self._require_kb()
+        kb = self._require_retriever().kb
         linked = [(ent, row) for doc in docs for ent in doc.ents if (row := gold_row(kb, ent.kb_id_)) is not None]
         # One call, so each doc's abbreviations are found once rather than once per mention.
         inputs = self.mention_inputs([ent for ent, _ in linked])
@@ -365,20 +267,13 @@ class ArboLinker(TrainablePipe):
             self.refresh_corpus_vectors()
         return self.corpus
 
-    # Prediction ---------------------------------------------------------------------
-
-    def _spans_to_link(self, doc: Doc) -> List[Span]:
-        discard = set(self.cfg["labels_discard"])
-        return [
-            ent for ent in doc.ents
-            if ent.label_ not in discard and (self.cfg["overwrite"] or not ent.kb_id_)
-        ]
+    # Encoding -------------------------------------------------------------------------
 
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
         """What the mention tower reads; with `use_long_form`, an abbreviation defined in
         its doc is read as its long form (in training and inference alike)."""
-        context = self.cfg["context_chars"]
-        if not self.cfg["use_long_form"]:
+        context = self.settings.context_chars
+        if not self.settings.use_long_form:
             return [mention_input(s, context) for s in spans]
         if self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
@@ -392,114 +287,83 @@ class ArboLinker(TrainablePipe):
         return inputs
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
-        return self._encode(list(mentions), lambda batch: self.model.predict((batch, []))[0],
-                            lambda m: len(m.left) + len(m.mention) + len(m.right), progress, "encoding mentions")
+        return encode_by_length(
+            mentions, lambda batch: self.model.ops.to_numpy(self.model.predict((batch, []))[0]),
+            lambda m: len(m.left) + len(m.mention) + len(m.right), get_module(self.model).dim,
+            self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding mentions")
 
-    def _encode(self, items: List, encode: Callable, length: Callable, progress: bool, what: str) -> np.ndarray:
-        """Encode in batches of similar length (little padding), returning rows in input order."""
-        dim = get_module(self.model).dim
-        if not items:
-            return np.zeros((0, dim), dtype=np.float32)
-        order = sorted(range(len(items)), key=lambda i: length(items[i]))
-        vectors = np.zeros((len(items), dim), dtype=np.float32)
-        batch_size = self.cfg["batch_size"]
-        with tqdm(total=len(items), desc=f"{self.name}: {what}", unit="text", disable=not progress,
-                  leave=False, mininterval=2.0) as bar:
-            for start in range(0, len(order), batch_size):
-                rows = order[start: start + batch_size]
-                vectors[rows] = self.model.ops.to_numpy(encode([items[i] for i in rows]))
-                bar.update(len(rows))
-        return vectors
+    def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray:
+        return encode_by_length(
+            entities, lambda batch: self.model.ops.to_numpy(self.model.predict(([], batch))[1]),
+            lambda e: len(e.title) + len(e.description), get_module(self.model).dim,
+            self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding entities")
+
+    # Prediction ---------------------------------------------------------------------
+
+    def _spans_to_link(self, doc: Doc) -> List[Span]:
+        discard = set(self.settings.labels_discard)
+        return [ent for ent in doc.ents if ent.label_ not in discard and (self.settings.overwrite or not ent.kb_id_)]
 
     def candidates_for(self, mentions: Sequence[MentionInput], vectors: Optional[np.ndarray] = None) -> List[Candidates]:
-        kb = self._require_kb()
-        self.ensure_fresh()
-        k, source = self.cfg["top_k"], self.cfg["candidate_source"]
-        ranked: List[List[Candidates]] = []
-        if source != "tfidf":
-            if self.index is None:
-                raise ArboError(f"'{self.name}' has no entity index: initialize the pipeline first.")
-            # Oversample when entities own several vectors, so k distinct entities remain.
-            n_search = k * (4 if self.cfg["index_aliases"] else 1)
+        retriever = self._require_retriever()
+        if self.settings.uses_dense:
+            self.ensure_fresh()
             vectors = self.encode_mentions(mentions) if vectors is None else vectors
-            scores, rows = self.index.search(vectors, n_search)
-            ranked.append(rows_to_candidates(scores, rows, kb.ids, k))
-        if source != "dense":
-            if self.tfidf is None:
-                # Built on demand (a second or two), e.g. after `configure(candidate_source="hybrid")`.
-                self.tfidf = TfidfAliasIndex.build(kb)
-            scores, rows = self.tfidf.search([m.mention for m in mentions], k)
-            ranked.append(rows_to_candidates(scores, rows, kb.ids, k))
-        return ranked[0] if len(ranked) == 1 else fuse_candidates(ranked, k)
+        return retriever.candidates(vectors, [m.mention for m in mentions])
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Link]]:
         docs = list(docs)
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
-        flat = [s for spans in spans_per_doc for s in spans]
-        if not flat:
-            return [[] for _ in docs]
-        mentions = self.mention_inputs(flat)
-        if self.cfg["linking"] == "independent":
-            links = [Link(c, best_above(c, self.cfg["threshold"])) for c in self.candidates_for(mentions)]
-        else:
-            links = self._cluster(docs, spans_per_doc, mentions)
+        located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
+        links: List[Link] = [Link([], NIL) for _ in located]
+        linkable = [i for i, (_, span) in enumerate(located) if not WORDLESS.match(span.text)]
+        if linkable:
+            mentions = self.mention_inputs([located[i][1] for i in linkable])
+            if self.settings.linking == "independent":
+                decided = [Link(c, best_above(c, self.settings.threshold)) for c in self.candidates_for(mentions)]
+            else:
+                decided = self._cluster([located[i] for i in linkable], mentions)
+            for i, link in zip(linkable, decided):
+                links[i] = link
         remaining = iter(links)
         return [[next(remaining) for _ in spans] for spans in spans_per_doc]
 
-    def _cluster(self, docs: List[Doc], spans_per_doc: List[List[Span]], mentions: List[MentionInput]) -> List[Link]:
-        """ArboEL A.2-A.3: partition a graph of each mention's k nearest mentions and its
-        nearest entity; a mention links to its cluster's entity, a cluster without one is
-        NIL (a discovered entity). Scope: all docs of the batch, or each doc alone.
-        `transductive` adds the training mentions as nodes anchored to their gold entity
-        (ArboEL's transductive setting): they join every group's kNN search."""
-        kb = self._require_kb()
-        ids = kb.ids
+    def _cluster(self, located: List[Tuple[int, Span]], mentions: List[MentionInput]) -> List[Link]:
+        """Clustering-based linking (`linking.mention_graph`): each mention links to its
+        cluster's entity, clusters without one are NIL (discovered entities)."""
+        kb = self._require_retriever().kb
         vectors = self.encode_mentions(mentions)
         candidates = self.candidates_for(mentions, vectors)
-        anchors = self._anchors() if self.cfg["transductive"] else TrainingMentions()
-        anchor_vectors = anchors.vectors if len(anchors) else vectors[:0]
-        located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
-        groups = ([list(range(len(located)))] if self.cfg["clustering_scope"] == "batch" else
-                  [[i for i, (d, _) in enumerate(located) if d == doc_index] for doc_index in range(len(docs))])
-        links: List[Optional[Link]] = [None] * len(located)
-        next_cluster = 0
-        for group in filter(None, groups):
-            members = np.asarray(group)
-            # Nodes: the group's mentions, then the anchors (which only lend their entity,
-            # so they need no neighbour lists of their own).
-            nodes = np.concatenate([vectors[members], anchor_vectors])
-            n_anchors = len(anchor_vectors)
-            k = min(self.cfg["knn_mentions"], len(nodes) - 1)
-            if k > 0:
-                knn, similarity = nearest_neighbours(vectors[members], nodes, k, exclude_self=True)
-            else:
-                knn, similarity = np.zeros((len(members), 0), np.int64), np.zeros((len(members), 0), np.float32)
-            knn = np.concatenate([knn, np.full((n_anchors, knn.shape[1]), -1, np.int64)])
-            similarity = np.concatenate([similarity, np.zeros((n_anchors, knn.shape[1]), np.float32)])
-            top = [candidates[i][0] if candidates[i] else None for i in members]
-            entity_rows = np.asarray([kb.row(t[0]) if t else -1 for t in top] + [-1] * n_anchors, dtype=np.int64)
-            entity_scores = np.asarray([t[1] if t else -np.inf for t in top] + [-np.inf] * n_anchors,
-                                       dtype=np.float32)
-            anchor_entities = np.concatenate([np.full(len(members), -1, np.int64), anchors.gold_rows]) \
-                if n_anchors else None
-            result = partition(knn, similarity, entity_rows, entity_scores, anchor_entities=anchor_entities,
-                               graph=self.cfg["graph"], min_similarity=self.cfg["min_similarity"])
-            for local, i in enumerate(members):
-                entity = int(result.entity[local])
-                path = [ids[idx] if kind == "entity" else
-                        self._describe(located[members[idx]]) if idx < len(members) else
-                        (-1, -1, -1, anchors.mentions[idx - len(members)].mention)
-                        for kind, idx in result.path(local)]
-                if path and not isinstance(path[0], str):
-                    path.insert(0, NIL)
-                links[i] = Link(candidates[i], ids[entity] if entity >= 0 else NIL,
-                                next_cluster + int(result.cluster[local]), path)
-            next_cluster += result.n_clusters
+        if self.settings.clustering_scope == "batch":
+            groups = [list(range(len(located)))]
+        else:
+            by_doc: Dict[int, List[int]] = {}
+            for i, (d, _) in enumerate(located):
+                by_doc.setdefault(d, []).append(i)
+            groups = list(by_doc.values())
+        anchors = self._anchors() if self.settings.transductive else None
+        clustered = cluster_mentions(
+            vectors, [(kb.row(c[0][0]), c[0][1]) if c else None for c in candidates], groups,
+            knn=self.settings.knn_mentions, graph=self.settings.graph, min_similarity=self.settings.min_similarity,
+            anchor_vectors=None if anchors is None else anchors.vectors,
+            anchor_rows=None if anchors is None else anchors.gold_rows,
+        )
+        links = []
+        for ranked, result in zip(candidates, clustered):
+            path = [self._describe_step(step, located, anchors) for step in result.path]
+            if path and not isinstance(path[0], str):
+                path.insert(0, NIL)
+            links.append(Link(ranked, kb.ids[result.entity] if result.entity >= 0 else NIL, result.cluster, path))
         return links
 
-    @staticmethod
-    def _describe(located: Tuple[int, Span]) -> Tuple[int, int, int, str]:
-        doc_index, span = located
+    def _describe_step(self, step: Tuple[str, int], located: List[Tuple[int, Span]],
+                       anchors: Optional[TrainingMentions]) -> Any:
+        kind, index = step
+        if kind == "entity":
+            return self._require_retriever().kb.ids[index]
+        if kind == "anchor" and anchors is not None:
+            return (-1, -1, -1, anchors.mentions[index].mention)
+        doc_index, span = located[index]
         return (doc_index, span.start_char, span.end_char, span.text)
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
@@ -514,12 +378,12 @@ class ArboLinker(TrainablePipe):
     def _ensure_ents(self, examples: Iterable[Example]) -> List[Example]:
         """With `use_gold_ents`, copy the gold entities (without their ids) onto the
         predicted docs, so a pipeline without NER can be trained and scored."""
-        return with_gold_mentions(examples) if self.use_gold_ents else list(examples)
+        return with_gold_mentions(examples) if self.settings.use_gold_ents else list(examples)
 
     def _score_with_gold_ents(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
         self.ensure_fresh()
         examples = self._ensure_ents(examples)
-        if self.use_gold_ents:
+        if self.settings.use_gold_ents:
             docs = list(self.pipe(eg.predicted for eg in examples))
             for eg, doc in zip(examples, docs):
                 eg.predicted = doc
@@ -527,37 +391,32 @@ class ArboLinker(TrainablePipe):
 
     def training_batch(self, examples: Iterable[Example]) -> TrainingBatch:
         """Gold (mention, entity) pairs of the examples, plus sampled KB aliases."""
-        kb = self._require_kb()
+        retriever = self._require_retriever()
         spans, rows = [], []
         for eg in examples:
             gold_by_offset = {(e.start_char, e.end_char): e for e in eg.reference.ents}
             for span in self._spans_to_link(eg.predicted):
                 gold = gold_by_offset.get((span.start_char, span.end_char))
-                row = gold_row(kb, gold.kb_id_) if gold is not None else None
+                row = gold_row(retriever.kb, gold.kb_id_) if gold is not None else None
                 if row is not None:
                     spans.append(span)
                     rows.append(row)
         mentions = self.mention_inputs(spans)
         corpus_ids = [self.corpus.keys.get(mention_key(s), -1) for s in spans]
-        n_aliases = self.cfg["alias_pairs_per_batch"]
+        n_aliases = self.settings.alias_pairs_per_batch
         if n_aliases:
-            pairs = self._alias_pairs()
+            pairs = retriever.alias_pairs()
             for i in self._rng.choice(len(pairs), size=min(n_aliases, len(pairs)), replace=False):
                 mentions.append(MentionInput("", pairs[i][0], ""))
                 rows.append(pairs[i][1])
                 corpus_ids.append(-1)
         return TrainingBatch(mentions, np.asarray(rows, dtype=np.int64), np.asarray(corpus_ids, dtype=np.int64))
 
-    def _alias_pairs(self) -> List[Tuple[str, int]]:
-        if self._alias_pair_cache is None:
-            self._alias_pair_cache = self._require_kb().alias_pairs()
-        return self._alias_pair_cache
-
     def refresh_corpus_vectors(self) -> None:
         """Re-encode the cached training mentions (ArboEL's graph nodes) with current weights."""
         if len(self.corpus):
             self.corpus.vectors = self.encode_mentions(self.corpus.mentions, progress=True)
-            self.corpus.vectors_fingerprint = get_module(self.model).fingerprint()
+            self.corpus.vectors_fingerprint = self._encoder_fingerprint()
             self._corpus_encoded_at = self._updates
 
     def update(
@@ -577,13 +436,13 @@ class ArboLinker(TrainablePipe):
         batch = self.training_batch(examples)
         if not len(batch):
             return losses
-        if self._updates % self.cfg["refresh_every"] == 0:
+        if self._updates % self.settings.refresh_every == 0:
             # Negatives are mined from the current index and mention cache, re-made every N steps.
             if self.objective.uses_index:
                 self.ensure_fresh()
             if self.objective.uses_corpus_vectors:
                 self.refresh_corpus_vectors()
-        state = TrainingState(get_module(self.model), self.index, self.corpus, self._entity_input_cache(), self._rng)
+        state = TrainingState(get_module(self.model), self._require_retriever(), self.corpus, self._rng)
         loss = self.objective(state, batch)
         loss.backward()
         self._updates += 1
@@ -593,49 +452,100 @@ class ArboLinker(TrainablePipe):
         losses[self.name] += float(loss.detach())
         return losses
 
-    def _entity_input_cache(self) -> List[EntityInput]:
-        if self._entity_inputs is None:
-            self._entity_inputs = entity_inputs(self._require_kb(), self.cfg["entity_fields"], self.cfg["max_aliases"])
-        return self._entity_inputs
-
     def add_label(self, label: str) -> int:
         raise NotImplementedError
 
     # Serialization --------------------------------------------------------------------
+    # Settings live in the pipeline's config; a component writes its weights, the KB, the
+    # indexes (the dense one only while it matches the weights: never re-encoded here) and
+    # the transductive anchors.
+
+    def _index_is_current(self) -> bool:
+        if self._stale and self.retriever is not None and self.retriever.dense is not None:
+            logger.warning("%s: the entity index lags the weights and is not saved; it is re-encoded "
+                           "when the saved pipeline is first used.", self.name)
+        return not self._stale
+
+    def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
+        retriever = self._require_retriever()
+        serializers = {
+            "model": self.model.to_bytes,
+            "kb": retriever.kb.to_bytes,
+            "indexes": lambda: srsly.msgpack_dumps(retriever.index_bytes(include_dense=self._index_is_current())),
+            "anchors": lambda: self._anchors().to_bytes(retriever.kb) if self._keeps_anchors() else b"",
+        }
+        return util.to_bytes(serializers, exclude)
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
+        deserializers = {
+            "model": lambda b: self.model.from_bytes(b),
+            "kb": lambda b: self.set_kb(EntityStore.from_bytes(b)),
+            "indexes": lambda b: self._require_retriever().load_index_bytes(srsly.msgpack_loads(b)),
+            "anchors": lambda b: self._load_anchors(TrainingMentions.from_bytes(b, self.kb) if b else None),
+        }
+        util.from_bytes(bytes_data, deserializers, exclude)
+        self._after_load()
+        return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
-        path = Path(path)
-        # Saved vectors and index must match the saved weights (model-best stays consistent).
-        self.ensure_fresh()
-        path.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(path / "cfg", {**self.cfg, "use_gold_ents": self.use_gold_ents})
-        self.model.to_disk(path / "model")
-        self._require_kb().to_disk(path / "kb")
-        if self.index is not None:
-            self.index.to_disk(path / "index")
-        if self.tfidf is not None:
-            self.tfidf.to_disk(path / "tfidf")
-        if self.cfg["transductive"] and len(self.corpus):
-            self._anchors().to_disk(path / "anchors", self.kb)
+        retriever = self._require_retriever()
+        serializers = {
+            "model": self.model.to_disk,
+            "kb": retriever.kb.to_disk,
+            "indexes": lambda p: retriever.to_disk(p, include_dense=self._index_is_current()),
+        }
+        if self._keeps_anchors():
+            serializers["anchors"] = lambda p: self._anchors().to_disk(p, retriever.kb)
+        util.to_disk(path, serializers, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         path = Path(path)
-        cfg = srsly.read_json(path / "cfg")
-        self.use_gold_ents = cfg.pop("use_gold_ents", self.use_gold_ents)
-        self.cfg.update(cfg)
+        if (path / "cfg").exists():
+            self._load_legacy(path)
+            return self
+        deserializers = {
+            "model": lambda p: self.model.from_disk(p),
+            "kb": lambda p: self.set_kb(EntityStore.from_disk(p)),
+            "indexes": lambda p: self._require_retriever().from_disk(p),
+            "anchors": lambda p: self._load_anchors(TrainingMentions.from_disk(p, self.kb) if p.exists() else None),
+        }
+        util.from_disk(path, deserializers, exclude)
+        self._after_load()
+        return self
+
+    def _keeps_anchors(self) -> bool:
+        return self.settings.transductive and bool(len(self.corpus))
+
+    def _load_anchors(self, anchors: Optional[TrainingMentions]) -> None:
+        if anchors is not None:
+            self.corpus = anchors
+            # Vectors from other weights are re-encoded (from the stored texts) on first use.
+            current = anchors.vectors_fingerprint == self._encoder_fingerprint()
+            self._corpus_encoded_at = self._updates if current else None
+
+    def _after_load(self) -> None:
+        """A loaded dense index that other weights or entity texts made is re-encoded on
+        first use (e.g. after `spacy.load(path, config={... index_aliases: true})`)."""
+        retriever = self._require_retriever()
+        self._stale = self.settings.uses_dense and not retriever.is_current(self._encoder_fingerprint())
+        if self._stale and retriever.dense is not None:
+            logger.info("%s: the saved entity index does not match the settings or weights; it is "
+                        "re-encoded on first use.", self.name)
+
+    def _load_legacy(self, path: Path) -> None:
+        """Pipelines saved by spacy-arbo 0.1 kept settings in `cfg` and indexes beside the
+        model: their settings win over the config, as they did then, and move into it."""
+        settings = srsly.read_json(path / "cfg")
+        logger.warning("%s: '%s' was saved by spacy-arbo 0.1, whose settings file overrides the config; "
+                       "re-save the pipeline to change settings at load time.", self.name, path)
+        self.settings = replace_settings(self.settings, settings, self.name)
+        store_in_config(self.nlp, self, settings)
         self.model.from_disk(path / "model")
         self.set_kb(EntityStore.from_disk(path / "kb"))
-        if (path / "index").exists():
-            self.index = FaissIndex.from_disk(
-                path / "index", expected_fingerprint=self.index_fingerprint, use_gpu=self.cfg["use_gpu_index"])
-        if (path / "tfidf").exists():
-            self.tfidf = TfidfAliasIndex.from_disk(path / "tfidf", expected_fingerprint=self.kb.fingerprint())
+        self._require_retriever().from_disk(path)
         if (path / "anchors").exists():
-            self.corpus = TrainingMentions.from_disk(path / "anchors", self.kb)
-            # Vectors from other weights are re-encoded (from the stored texts) on first use.
-            current = self.corpus.vectors_fingerprint == get_module(self.model).fingerprint()
-            self._corpus_encoded_at = self._updates if current else None
-        return self
+            self._load_anchors(TrainingMentions.from_disk(path / "anchors", self.kb))
+        self._after_load()
 
 
 def arbo_linkers(nlp: Language) -> List[ArboLinker]:

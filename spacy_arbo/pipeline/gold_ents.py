@@ -1,7 +1,7 @@
 """Gold mentions on predicted docs, for pipelines without an entity recognizer."""
 from typing import Iterable, List
 
-from spacy.tokens import Span
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 
@@ -16,3 +16,8 @@ def with_gold_mentions(examples: Iterable[Example]) -> List[Example]:
         copy.predicted.ents = [Span(copy.predicted, e.start, e.end, label=e.label_) for e in ents]
         result.append(copy)
     return result
+
+
+def strip_links(doc: Doc) -> Doc:
+    """A copy of `doc` with the gold mentions but without their ids: the linker's input."""
+    return with_gold_mentions([Example(doc, doc)])[0].predicted

@@ -1,33 +1,35 @@
 """`multi_cross_reranker`: rescores the candidates that a retriever put on
 `span._.kb_candidates` with a cross-encoder that reads many (mention, candidate) pairs
 per transformer pass (multi cross-encoder paper, 4.2), and makes the final link."""
-from bisect import bisect_right
+import dataclasses
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import srsly
+import torch
 from scipy.special import expit
 from spacy import util
-from spacy.attrs import SENT_START
 from spacy.language import Language
-from spacy.pipeline import Sentencizer, TrainablePipe
+from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
-from spacy.util import SimpleFrozenList, registry
+from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, get_array_module
+from thinc.api import Config, Model, torch2xp, xp2torch
 
-from ..kb.entities import Entity
 from ..kb.store import EntityStore
-from ..scoring import accuracy, gold_ids, link_prf, mention_outcomes
-from ..pipeline.abbreviations import LongForms
-from ..pipeline.candidates import best_above, write_link
 from ..pipeline.gold_ents import with_gold_mentions
+from ..pipeline.links import best_above, write_link
+from ..scoring import gold_ids
+from ..settings import (check_at_least, check_choice, check_types, replace_settings, setting_defaults,
+                        store_in_config, with_setting_parameters)
 from ..torch_model import get_module
 from ..util import ArboError
-from .packing import MODES, Mention, Pair, Pass, Sentence, pack
+from .packing import MODES, Pass
+from .planning import Owners, PairPlanner, PairText, batches
 
 CANDIDATES = "span._.kb_candidates"
 Ranked = List[Tuple[str, float]]
@@ -46,53 +48,51 @@ pair_attention = "full"
 """
 )["model"]
 
+
+@dataclass(frozen=True)
+class RerankerSettings(PairText):
+    """`mode`: how many pairs share a pass: one (base), one mention's (parallel), one
+    sentence's (multi) or one doc's (passage). `retrieval_weight` (not in the paper) adds
+    the retriever's opinion to the cross-encoder's: see `fuse_scores`. `insert_gold`
+    trains on the gold entity when retrieval missed it."""
+
+    max_mention_tokens: int = 16
+    max_name_tokens: int = 24
+    definition_tokens: int = 0
+    alias_tokens: int = 0
+    use_long_form: bool = False
+    mode: str = "multi"
+    top_n: int = 5
+    threshold: Optional[float] = None
+    insert_gold: bool = True
+    use_gold_ents: bool = True
+    retrieval_weight: float = 0.0
+    batch_tokens: int = 4096
+
+    def __post_init__(self) -> None:
+        check_types(self)
+        check_choice("mode", self.mode, MODES)
+        check_at_least(1, top_n=self.top_n, max_mention_tokens=self.max_mention_tokens,
+                       max_name_tokens=self.max_name_tokens, batch_tokens=self.batch_tokens)
+        check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens)
+
+
 @Language.factory(
     "multi_cross_reranker",
     requires=["doc.ents", CANDIDATES],
     assigns=["token.ent_kb_id", CANDIDATES, "span._.kb_ents"],
     default_config={
         "model": DEFAULT_MODEL,
-        "mode": "multi",
-        "top_n": 5,
-        "threshold": None,
-        "insert_gold": True,
-        "use_gold_ents": True,
-        "max_mention_tokens": 16,
-        "max_name_tokens": 24,
-        "definition_tokens": 0,
-        "alias_tokens": 0,
-        "use_long_form": False,
-        "retrieval_weight": 0.0,
-        "batch_tokens": 4096,
         "scorer": {"@scorers": "spacy_arbo.multi_cross_reranker_scorer.v1"},
+        **setting_defaults(RerankerSettings),
     },
     default_score_weights={"nel_micro_f": 1.0, "nel_micro_p": 0.0, "nel_micro_r": 0.0, "rerank_accuracy": 0.0},
 )
-def make_multi_cross_reranker(
-    nlp: Language,
-    name: str,
-    model: Model,
-    mode: str,
-    top_n: int,
-    threshold: Optional[float],
-    insert_gold: bool,
-    use_gold_ents: bool,
-    max_mention_tokens: int,
-    max_name_tokens: int,
-    definition_tokens: int,
-    alias_tokens: int,
-    use_long_form: bool,
-    retrieval_weight: float,
-    batch_tokens: int,
-    scorer: Optional[Callable],
-) -> "MultiCrossReranker":
-    return MultiCrossReranker(
-        nlp.vocab, model, name, nlp=nlp, mode=mode, top_n=top_n, threshold=threshold,
-        insert_gold=insert_gold, use_gold_ents=use_gold_ents, max_mention_tokens=max_mention_tokens,
-        max_name_tokens=max_name_tokens, definition_tokens=definition_tokens, alias_tokens=alias_tokens,
-        use_long_form=use_long_form,
-        retrieval_weight=retrieval_weight, batch_tokens=batch_tokens, scorer=scorer,
-    )
+@with_setting_parameters(RerankerSettings, [("nlp", Language), ("name", str), ("model", Model),
+                                            ("scorer", Optional[Callable])])
+def make_multi_cross_reranker(nlp: Language, name: str, model: Model, scorer: Optional[Callable],
+                              **settings: Any) -> "MultiCrossReranker":
+    return MultiCrossReranker(nlp.vocab, model, name, nlp=nlp, scorer=scorer, settings=RerankerSettings(**settings))
 
 
 def with_gold(candidates: Sequence[str], gold: Sequence[str], top_n: int, kb: EntityStore) -> List[str]:
@@ -115,14 +115,8 @@ class MultiCrossReranker(TrainablePipe):
     `threshold`, or without candidates) and the rescored `span._.kb_candidates` /
     `span._.kb_ents`, best first.
 
-    `mode` says how many pairs share a pass: one (base), one mention's (parallel), one
-    sentence's (multi) or one doc's (passage); passes longer than the context window are
-    split (4.2.5). Sentences are `doc.sents` when set, else spaCy's rule-based
-    sentencizer's, merged where they would cut a mention (paper 5.1). With
-    `use_long_form`, a pair reads an abbreviation defined in its doc as its long form, which
-    the sentence alone often lacks (as `arbo_linker`'s setting of the same name).
-    `retrieval_weight` (not in the paper) adds the retriever's opinion to the cross-encoder's:
-    see `fuse_scores`.
+    The KB is the one of the retriever before it in the pipeline (a saved pipeline holds
+    it once), unless `initialize` is given a `kb_loader`.
     """
 
     def __init__(
@@ -132,66 +126,54 @@ class MultiCrossReranker(TrainablePipe):
         name: str = "multi_cross_reranker",
         *,
         nlp: Optional[Language] = None,
-        mode: str = "multi",
-        top_n: int = 5,
-        threshold: Optional[float] = None,
-        insert_gold: bool = True,
-        use_gold_ents: bool = True,
-        max_mention_tokens: int = 16,
-        max_name_tokens: int = 24,
-        definition_tokens: int = 0,
-        alias_tokens: int = 0,
-        use_long_form: bool = False,
-        retrieval_weight: float = 0.0,
-        batch_tokens: int = 4096,
         scorer: Optional[Callable] = None,
+        settings: RerankerSettings = RerankerSettings(),
     ) -> None:
-        if mode not in MODES:
-            raise ArboError(f"Unknown mode '{mode}'; expected one of {MODES}.")
-        if top_n < 1 or max_mention_tokens < 1 or max_name_tokens < 1 or batch_tokens < 1 \
-                or definition_tokens < 0 or alias_tokens < 0:
-            raise ArboError("top_n, max_mention_tokens, max_name_tokens and batch_tokens must be positive, "
-                            "definition_tokens and alias_tokens non-negative.")
         self.vocab = vocab
         self.model = model
         self.name = name
+        self.settings = settings
         # The pipeline it belongs to: where the KB and, with `use_gold_ents`, candidates come from.
         self.nlp = nlp
-        self.cfg: Dict[str, Any] = {
-            "mode": mode, "top_n": top_n, "threshold": threshold, "insert_gold": insert_gold,
-            "max_mention_tokens": max_mention_tokens, "max_name_tokens": max_name_tokens,
-            "definition_tokens": definition_tokens, "alias_tokens": alias_tokens, "use_long_form": use_long_form,
-            "retrieval_weight": retrieval_weight, "batch_tokens": batch_tokens,
-        }
-        self.use_gold_ents = use_gold_ents
-        self.kb: Optional[EntityStore] = None
-        self._candidate_tokens: Dict[str, Tuple[List[int], List[int]]] = {}
-        self._alias_tokens: Dict[str, List[int]] = {}
-        self._sentencizer = Sentencizer()
-        self._long_forms: Optional[LongForms] = None
+        self._own_kb: Optional[EntityStore] = None
+        self._planner: Optional[PairPlanner] = None
         self._scorer = scorer
         self.scorer = self._score_with_gold_ents if scorer is not None else None
 
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings as a dict (read-only view; change them with `configure`)."""
+        return dataclasses.asdict(self.settings)
+
+    def configure(self, **changes: Any) -> None:
+        """Change settings, checked, here and in the pipeline's config (see `arbo_linker`)."""
+        self.settings = replace_settings(self.settings, changes, self.name)
+        store_in_config(self.nlp, self, changes)
+        self._check_window()
+
     # Knowledge base -------------------------------------------------------------------
 
-    def set_kb(self, kb: EntityStore) -> None:
-        if not len(kb):
-            raise ArboError(f"{self.name}: the KB is empty.")
-        self.kb = kb
-        self._candidate_tokens, self._alias_tokens = {}, {}
+    @property
+    def kb(self) -> Optional[EntityStore]:
+        """Its own KB (from a `kb_loader`), else the nearest upstream retriever's."""
+        if self._own_kb is not None:
+            return self._own_kb
+        upstream = [p.kb for _, p in self._upstream() if isinstance(getattr(p, "kb", None), EntityStore)]
+        return upstream[-1] if upstream else None
 
     def _require_kb(self) -> EntityStore:
-        if self.kb is None:
+        kb = self.kb
+        if kb is None:
             raise ArboError(
                 f"'{self.name}' has no KB: put an arbo_linker before it, set "
                 f"[initialize.components.{self.name}.kb_loader], or load a saved pipeline."
             )
-        return self.kb
+        return kb
 
-    def _upstream(self, nlp: Optional[Language]) -> List[Tuple[str, Any]]:
+    def _upstream(self) -> List[Tuple[str, Any]]:
         """The components before this one, disabled ones included."""
         before: List[Tuple[str, Any]] = []
-        for name, proc in nlp.components if nlp is not None else []:
+        for name, proc in self.nlp.components if self.nlp is not None else []:
             if proc is self:
                 return before
             before.append((name, proc))
@@ -206,177 +188,55 @@ class MultiCrossReranker(TrainablePipe):
     ) -> None:
         self.nlp = nlp if nlp is not None else self.nlp
         if kb_loader is not None:
-            self.set_kb(kb_loader(self.vocab))
-        else:
-            upstream = [p.kb for _, p in self._upstream(self.nlp) if isinstance(getattr(p, "kb", None), EntityStore)]
-            if upstream:
-                self.set_kb(upstream[-1])
+            kb = kb_loader(self.vocab)
+            if not len(kb):
+                raise ArboError(f"{self.name}: the KB is empty.")
+            self._own_kb = kb
         self._require_kb()
         examples = list(islice(get_examples(), 10)) if get_examples is not None else []
         if examples:
             validate_examples(examples, f"{self.name}.initialize")
         self.model.initialize()
-        self._window()
+        self._check_window()
 
-    def _window(self) -> int:
-        """The context window, checked to hold the longest possible pair."""
+    def _check_window(self) -> None:
+        """The context window must hold the longest possible pair with [CLS] and [SEP]."""
+        if self.model.shims[0]._model is None:
+            return
         window = get_module(self.model).max_length
-        longest = sum(self.cfg[k] for k in ("max_mention_tokens", "max_name_tokens", "alias_tokens",
-                                            "definition_tokens")) + 2
-        if longest + 2 > window:
+        if self.settings.longest_pair + 2 > window:
             raise ArboError(
-                f"'{self.name}': a pair may take {longest} tokens, more than the context window of "
-                f"{window} allows with [CLS] and [SEP]: lower max_mention_tokens, max_name_tokens, "
+                f"'{self.name}': a pair may take {self.settings.longest_pair} tokens, more than the context window "
+                f"of {window} allows with [CLS] and [SEP]: lower max_mention_tokens, max_name_tokens, "
                 "alias_tokens or definition_tokens."
             )
-        return window
 
     # Inputs ----------------------------------------------------------------------------
 
+    def plan(self, docs: Sequence[Doc], candidates: Sequence[Sequence[Sequence[str]]]) -> Tuple[List[Pass], Owners]:
+        """The passes that score `candidates[d][e]`, and each pair's (doc, entity, candidate)."""
+        if self._planner is None:
+            module = get_module(self.model)
+            self._check_window()
+            self._planner = PairPlanner(self.vocab, module.tokenize, module.specials, module.max_length)
+        return self._planner.plan(docs, candidates, self._require_kb(), self.settings, self.settings.mode)
+
     def _candidates(self, span: Span) -> List[str]:
         ranked = span._.kb_candidates
-        return [kb_id for kb_id, _ in ranked[: self.cfg["top_n"]]] if ranked else []
-
-    def _tokens_of(self, kb_ids: Iterable[str]) -> None:
-        """Tokenize (once) each candidate's name and, with `definition_tokens`, the start
-        of `: definition`."""
-        kb = self._require_kb()
-        missing = sorted({i for i in kb_ids if i not in self._candidate_tokens})
-        if not missing:
-            return
-        unknown = [i for i in missing if i not in kb]
-        if unknown:
-            raise ArboError(f"'{self.name}': candidate ids {unknown[:5]} are not in the reranker's KB.")
-        module = get_module(self.model)
-        entities = [kb[i] for i in missing]
-        n_def = self.cfg["definition_tokens"]
-        with_definition = [e for e in entities if n_def and e.definition]
-        definitions = dict(zip((e.id for e in with_definition),
-                               module.tokenize([f": {e.definition}" for e in with_definition])))
-        for entity, name in zip(entities, module.tokenize([e.name for e in entities])):
-            self._candidate_tokens[entity.id] = (name[: self.cfg["max_name_tokens"]],
-                                                 definitions.get(entity.id, [])[:n_def])
-
-    def _alias_suffixes(self, wanted: Iterable[Tuple[str, str]]) -> Dict[Tuple[str, str], List[int]]:
-        """For (mention text, kb id): the tokens of `; alias` for the candidate's alias most
-        like the mention, with `alias_tokens` (none when the name is as close)."""
-        n_alias = self.cfg["alias_tokens"]
-        if not n_alias:
-            return {}
-        kb = self._require_kb()
-        chosen = {key: closest_alias(key[0], kb[key[1]]) for key in wanted}
-        new = sorted({alias for alias in chosen.values() if alias and alias not in self._alias_tokens})
-        # Cached whole, cut at use: the cache stays valid when `alias_tokens` changes.
-        self._alias_tokens.update(zip(new, get_module(self.model).tokenize([f"; {a}" for a in new])))
-        return {key: self._alias_tokens[alias][:n_alias] if alias else [] for key, alias in chosen.items()}
-
-    def _sentence_starts(self, doc: Doc) -> List[int]:
-        if doc.has_annotation("SENT_START"):
-            starts = doc.to_array(SENT_START) == 1
-        else:
-            starts = np.asarray(self._sentencizer.predict([doc])[0], dtype=bool)
-        starts[0] = True
-        for ent in doc.ents:
-            starts[ent.start + 1: ent.end] = False
-        return np.flatnonzero(starts).tolist()
-
-    def _sentence_pieces(self, doc: Doc, wanted: Sequence[bool]) -> Iterator[Tuple[List[str], List[Tuple[int, int]]]]:
-        """Each sentence holding a wanted entity, as text pieces alternating context and
-        mentions, and (entity number, piece number) for its wanted entities; tokenizing
-        the pieces apart tells where each mention's tokens are."""
-        if not any(wanted):
-            return
-        starts = self._sentence_starts(doc)
-        by_sentence: Dict[int, List[Tuple[int, Span]]] = {}
-        for e, ent in enumerate(doc.ents):
-            if wanted[e]:
-                by_sentence.setdefault(bisect_right(starts, ent.start) - 1, []).append((e, ent))
-        for s, ents in by_sentence.items():
-            sentence = doc[starts[s]: starts[s + 1] if s + 1 < len(starts) else len(doc)]
-            cursor, pieces, mentions = sentence.start_char, [], []
-            for e, ent in ents:
-                pieces.append(doc.text[cursor: ent.start_char])
-                mentions.append((e, len(pieces)))
-                pieces.append(ent.text)
-                cursor = ent.end_char
-            pieces.append(doc.text[cursor: sentence.end_char])
-            yield pieces, mentions
-
-    def _long_forms_of(self, doc: Doc) -> Dict[Tuple[int, int], str]:
-        if not self.cfg["use_long_form"]:
-            return {}
-        if self._long_forms is None:
-            self._long_forms = LongForms(self.vocab)
-        return self._long_forms(doc)
-
-    def plan(
-        self, docs: Sequence[Doc], candidates: Sequence[Sequence[Sequence[str]]]
-    ) -> Tuple[List[Pass], List[Tuple[int, int, int]]]:
-        """The passes that score `candidates[d][e]` (ids for the e-th entity of doc d), and
-        for each pair index, its (doc, entity, candidate) numbers."""
-        module = get_module(self.model)
-        self._tokens_of(kb_id for per_doc in candidates for ids in per_doc for kb_id in ids)
-        records, texts, surfaces = [], [], {}
-        for d, doc in enumerate(docs):
-            long_forms = self._long_forms_of(doc)
-            ents = doc.ents
-            for pieces, mentions in self._sentence_pieces(doc, [bool(ids) for ids in candidates[d]]):
-                first = len(texts)
-                texts.extend(pieces)
-                # Where each mention's own text is: its piece, or its long form after the pieces.
-                mention_texts = []
-                for e, piece in mentions:
-                    long_form = long_forms.get((ents[e].start_char, ents[e].end_char))
-                    surfaces[d, e] = long_form or ents[e].text
-                    mention_texts.append(piece if long_form is None else len(texts) - first)
-                    if long_form is not None:
-                        texts.append(long_form)
-                records.append((d, mentions, mention_texts, first, first + len(pieces), len(texts)))
-        tokens = module.tokenize(texts)
-        suffixes = self._alias_suffixes({(surfaces[d, e], kb_id) for (d, e) in surfaces for kb_id in candidates[d][e]})
-        owners: List[Tuple[int, int, int]] = []
-        sentences = []
-        for d, mentions, mention_texts, first, last, end in records:
-            pieces = tokens[first:last]
-            own = tokens[first:end]
-            offsets = np.cumsum([0] + [len(piece) for piece in pieces]).tolist()
-            packed = []
-            for (e, piece), text in zip(mentions, mention_texts):
-                mention = own[text][: self.cfg["max_mention_tokens"]]
-                pairs = []
-                for c, kb_id in enumerate(candidates[d][e]):
-                    name, definition = self._candidate_tokens[kb_id]
-                    candidate = name + suffixes.get((surfaces[d, e], kb_id), []) + definition
-                    pairs.append(Pair(len(owners), mention, candidate))
-                    owners.append((d, e, c))
-                packed.append(Mention(offsets[piece], offsets[piece + 1], pairs))
-            sentences.append(Sentence([i for piece in pieces for i in piece], packed, passage=d))
-        return pack(sentences, self.cfg["mode"], self._window(), module.specials), owners
-
-    def _batches(self, passes: List[Pass]) -> Iterable[List[Pass]]:
-        """Passes of similar length together, at most `batch_tokens` padded tokens a batch."""
-        ordered = sorted(passes, key=len, reverse=True)
-        batch: List[Pass] = []
-        for p in ordered:
-            if batch and (len(batch) + 1) * len(batch[0]) > self.cfg["batch_tokens"]:
-                yield batch
-                batch = []
-            batch.append(p)
-        if batch:
-            yield batch
+        return [kb_id for kb_id, _ in ranked[: self.settings.top_n]] if ranked else []
 
     # Prediction --------------------------------------------------------------------------
 
     def margins(self, docs: Sequence[Doc]) -> Tuple[PerCandidate, PerCandidate, PerCandidate]:
         """Per doc and entity: the candidates read, the cross-encoder's logit
         log p(right) - log p(wrong) for each, and the retriever's score for each."""
+        top_n = self.settings.top_n
         candidates = [[self._candidates(ent) for ent in doc.ents] for doc in docs]
-        retrieval = [[[s for _, s in (ent._.kb_candidates or [])[: self.cfg["top_n"]]] for ent in doc.ents]
-                     for doc in docs]
+        retrieval = [[[s for _, s in (ent._.kb_candidates or [])[:top_n]] for ent in doc.ents] for doc in docs]
         margins = [[[0.0] * len(ids) for ids in per_doc] for per_doc in candidates]
         if any(ids for per_doc in candidates for ids in per_doc):
             passes, owners = self.plan(docs, candidates)
-            for batch in self._batches(passes):
+            for batch in batches(passes, self.settings.batch_tokens):
                 logits = self.model.ops.to_numpy(self.model.predict(batch))
                 for index, (wrong, right) in zip((i for p in batch for i in p.pair_index), logits):
                     d, e, c = owners[index]
@@ -385,7 +245,7 @@ class MultiCrossReranker(TrainablePipe):
 
     def rank(self, candidates: PerCandidate, margins: PerCandidate, retrieval: PerCandidate) -> List[List[Ranked]]:
         """`margins`' output as ranked (id, score) lists, with `retrieval_weight` applied."""
-        weight = self.cfg["retrieval_weight"]
+        weight = self.settings.retrieval_weight
         return [
             [sorted(zip(ids, fuse_scores(m, r, weight)), key=lambda pair: -pair[1]) for ids, m, r in zip(*per_doc)]
             for per_doc in zip(candidates, margins, retrieval)
@@ -395,10 +255,9 @@ class MultiCrossReranker(TrainablePipe):
         return self.rank(*self.margins(list(docs)))
 
     def set_annotations(self, docs: Iterable[Doc], ranked_per_doc: List[List[Ranked]]) -> None:
-        threshold = self.cfg["threshold"]
         for doc, ranked_per_ent in zip(docs, ranked_per_doc):
             for ent, ranked in zip(doc.ents, ranked_per_ent):
-                write_link(ent, best_above(ranked, threshold), ranked)
+                write_link(ent, best_above(ranked, self.settings.threshold), ranked)
 
     # Training and scoring -------------------------------------------------------------------
 
@@ -407,12 +266,12 @@ class MultiCrossReranker(TrainablePipe):
         mentions (without ids), and candidates from the retrievers before this component
         for mentions that have none yet: in a pipeline without NER, `spacy train` and
         `nlp.evaluate` give the components docs without entities."""
-        if not self.use_gold_ents:
+        if not self.settings.use_gold_ents:
             return list(examples)
         result = with_gold_mentions(examples)
         missing = [eg for eg in result if any(e._.kb_candidates is None for e in eg.predicted.ents)]
         retrievers = [
-            proc for name, proc in self._upstream(self.nlp)
+            proc for name, proc in self._upstream()
             if name in self.nlp.pipe_names and CANDIDATES in self.nlp.get_pipe_meta(name).assigns
         ]
         if missing and retrievers:
@@ -425,7 +284,7 @@ class MultiCrossReranker(TrainablePipe):
 
     def _score_with_gold_ents(self, examples: Iterable[Example], **kwargs) -> Dict[str, Any]:
         examples = self._with_gold_ents(examples)
-        if self.use_gold_ents:
+        if self.settings.use_gold_ents:
             for eg, doc in zip(examples, self.pipe(eg.predicted for eg in examples)):
                 eg.predicted = doc
         return self._scorer(examples, **kwargs)
@@ -442,7 +301,7 @@ class MultiCrossReranker(TrainablePipe):
                 result.append(([], []))
                 continue
             retrieved = self._candidates(ent)
-            chosen = with_gold(retrieved, ids, self.cfg["top_n"], kb) if self.cfg["insert_gold"] else retrieved
+            chosen = with_gold(retrieved, ids, self.settings.top_n, kb) if self.settings.insert_gold else retrieved
             result.append((chosen, [c in ids for c in chosen]))
         return result
 
@@ -455,8 +314,7 @@ class MultiCrossReranker(TrainablePipe):
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
         """Per-pair binary cross-entropy on each pair's [MASK] (eq. 4), averaged over the pairs."""
-        if losses is None:
-            losses = {}
+        losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
         validate_examples(examples, f"{self.name}.update")
@@ -467,14 +325,14 @@ class MultiCrossReranker(TrainablePipe):
             return losses
         passes, owners = self.plan([eg.predicted for eg in examples], candidates)
         labels = np.asarray([per_doc[d][e][1][c] for d, e, c in owners], dtype="int64")
-        for batch in self._batches(passes):
+        for batch in batches(passes, self.settings.batch_tokens):
             logits, backprop = self.model.begin_update(batch)
-            xp = get_array_module(logits)
-            truth = xp.asarray(labels[[i for p in batch for i in p.pair_index]])
-            log_probs = _log_softmax(logits)
-            one_hot = xp.eye(2, dtype=logits.dtype)[truth]
-            losses[self.name] += float(-(log_probs * one_hot).sum()) / len(owners)
-            backprop((xp.exp(log_probs) - one_hot) / len(owners))
+            scores = xp2torch(logits, requires_grad=True)
+            truth = torch.as_tensor(labels[[i for p in batch for i in p.pair_index]], device=scores.device)
+            loss = torch.nn.functional.cross_entropy(scores, truth, reduction="sum") / len(owners)
+            loss.backward()
+            backprop(torch2xp(scores.grad))
+            losses[self.name] += float(loss.detach())
         if sgd is not None:
             self.finish_update(sgd)
         return losses
@@ -483,66 +341,52 @@ class MultiCrossReranker(TrainablePipe):
         raise NotImplementedError
 
     # Serialization ------------------------------------------------------------------------
-
-    def _settings(self) -> Dict[str, Any]:
-        return {**self.cfg, "use_gold_ents": self.use_gold_ents}
-
-    def _load_settings(self, settings: Dict[str, Any]) -> None:
-        settings = dict(settings)
-        self.use_gold_ents = settings.pop("use_gold_ents", self.use_gold_ents)
-        self.cfg.update(settings)
-        self._candidate_tokens, self._alias_tokens = {}, {}
+    # Settings live in the pipeline's config; the KB is written only when this component owns
+    # it (from a `kb_loader`), else the retriever before it holds the one copy.
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
-        serializers = {
-            "cfg": lambda: srsly.json_dumps(self._settings()),
-            "model": self.model.to_bytes,
-            "kb": lambda: self._require_kb().to_bytes(),
-        }
+        serializers: Dict[str, Callable[[], bytes]] = {"model": self.model.to_bytes}
+        if self._own_kb is not None:
+            serializers["kb"] = self._own_kb.to_bytes
         return util.to_bytes(serializers, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
         deserializers = {
-            "cfg": lambda b: self._load_settings(srsly.json_loads(b)),
-            "model": self.model.from_bytes,
-            "kb": lambda b: self.set_kb(EntityStore.from_bytes(b)),
+            "model": lambda b: self.model.from_bytes(b),
+            "kb": lambda b: self._load_kb(EntityStore.from_bytes(b)),
         }
         util.from_bytes(bytes_data, deserializers, exclude)
+        self._planner = None
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
-        serializers = {
-            "cfg": lambda p: srsly.write_json(p, self._settings()),
-            "model": self.model.to_disk,
-            "kb": lambda p: self._require_kb().to_disk(p),
-        }
+        serializers: Dict[str, Callable[[Path], None]] = {"model": self.model.to_disk}
+        if self._own_kb is not None:
+            serializers["kb"] = self._own_kb.to_disk
         util.to_disk(path, serializers, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
+        path = Path(path)
+        if (path / "cfg").exists():
+            # spacy-arbo 0.1 kept settings in `cfg` (they win, as then) and a copy of the KB.
+            settings = srsly.read_json(path / "cfg")
+            self.settings = replace_settings(self.settings, settings, self.name)
+            store_in_config(self.nlp, self, settings)
         deserializers = {
-            "cfg": lambda p: self._load_settings(srsly.read_json(p)),
-            "model": self.model.from_disk,
-            "kb": lambda p: self.set_kb(EntityStore.from_disk(p)),
+            "model": lambda p: self.model.from_disk(p),
+            "kb": lambda p: self._load_kb(EntityStore.from_disk(p)) if p.exists() else None,
         }
-        util.from_disk(Path(path), deserializers, exclude)
+        util.from_disk(path, deserializers, exclude)
+        self._planner = None
         return self
 
-
-def closest_alias(text: str, entity: Entity) -> Optional[str]:
-    """The entity's alias with the most character trigrams in common with `text` (Jaccard,
-    case-folded), or None when its name is at least as close or it has no aliases."""
-    def trigrams(value: str) -> set:
-        padded = f" {value.casefold()} "
-        return {padded[i: i + 3] for i in range(len(padded) - 2)}
-
-    target = trigrams(text)
-
-    def similarity(value: str) -> float:
-        grams = trigrams(value)
-        return len(grams & target) / len(grams | target)
-
-    best = max(entity.aliases, key=similarity, default=None)
-    return best if best is not None and similarity(best) > similarity(entity.name) else None
+    def _load_kb(self, kb: EntityStore) -> None:
+        self._own_kb = None
+        upstream = self.kb
+        # A copy of the retriever's KB (as spacy-arbo 0.1 saved one) is not kept twice.
+        if upstream is None or upstream.fingerprint() != kb.fingerprint():
+            self._own_kb = kb
+        self._planner = None
 
 
 def fuse_scores(margins: Sequence[float], retrieval: Sequence[float], weight: float) -> List[float]:
@@ -556,24 +400,6 @@ def fuse_scores(margins: Sequence[float], retrieval: Sequence[float], weight: fl
         if spread > 0:
             margins = margins + weight * (retrieval - retrieval.mean()) / spread
     return expit(margins).tolist()
-
-
-def _log_softmax(logits):
-    xp = get_array_module(logits)
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    return shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
-
-
-@registry.scorers("spacy_arbo.multi_cross_reranker_scorer.v1")
-def make_reranker_scorer() -> Callable[..., Dict[str, Any]]:
-    """spaCy's `nel_micro_p/r/f` (with composite gold ids) and accuracy@1 over the mentions
-    with a gold id; the reranker makes the final decision, so it owns these keys."""
-
-    def score(examples: Iterable[Example], **_kwargs) -> Dict[str, Any]:
-        outcomes = mention_outcomes(examples)
-        return {**link_prf(outcomes), "rerank_accuracy": accuracy(outcomes)}
-
-    return score
 
 
 def multi_cross_rerankers(nlp: Language) -> List[MultiCrossReranker]:

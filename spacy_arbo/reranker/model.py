@@ -1,6 +1,7 @@
 """The cross-encoder: a transformer reads packed passes and a 2-way head classifies each
 pair's [MASK] token (paper eq. 3, 6, 8); and the thinc architecture wrapping it."""
 import io
+from functools import partial
 from typing import Callable, Dict, List, Tuple
 
 import srsly
@@ -131,9 +132,7 @@ def build_cross_encoder(name: str, max_length: int = 512, pair_attention: str = 
     if max_length < 8:
         raise ArboError(f"max_length {max_length} is too small for a cross-encoder input.")
 
-    def build() -> CrossEncoder:
-        return CrossEncoder.from_pretrained(name, max_length, pair_attention)
-
+    build = partial(CrossEncoder.from_pretrained, name, max_length, pair_attention)
     return lazy_torch_model("cross-encoder", forward, build, CrossEncoder)
 
 

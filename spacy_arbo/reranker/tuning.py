@@ -20,7 +20,7 @@ def tune_retrieval_weight(
     nlp: Language, gold_docs: List[Doc], weights: Sequence[float] = DEFAULT_WEIGHTS
 ) -> Tuple[float, List[Tuple[float, float]], float]:
     """(the retriever's accuracy@1, [(weight, accuracy@1)], the best weight) on the gold
-    mentions of `gold_docs`; leaves the reranker set to the best weight (the smallest of equals)."""
+    mentions of `gold_docs`; leaves the reranker (and its config) set to the best weight (the smallest of equals)."""
     rerankers = multi_cross_rerankers(nlp)
     if not rerankers:
         raise ArboError("The pipeline has no multi_cross_reranker to tune.")
@@ -36,9 +36,9 @@ def tune_retrieval_weight(
     scored = reranker.margins(docs)
     rows = []
     for weight in sorted(weights):
-        reranker.cfg["retrieval_weight"] = weight
+        reranker.configure(retrieval_weight=weight)
         reranker.set_annotations(docs, reranker.rank(*scored))
         rows.append((weight, linked_accuracy()))
     best = max(rows, key=lambda row: row[1])[0]  # max keeps the first, i.e. smallest, of equals
-    reranker.cfg["retrieval_weight"] = best
+    reranker.configure(retrieval_weight=best)
     return retriever, rows, best

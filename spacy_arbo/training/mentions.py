@@ -6,7 +6,7 @@ the training corpus with a cached embedding, refreshed as the encoder changes.
 """
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Hashable, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Optional, Tuple
 
 import numpy as np
 import srsly
@@ -18,6 +18,8 @@ from ..kb.store import EntityStore
 from ..util import ArboError, atomic_path
 
 MentionKey = Tuple[Hashable, int, int]
+MENTIONS_FILE = "mentions.msgpack"
+LEGACY_VECTORS_FILE = "vectors.npy"
 
 
 def mention_key(span: Span) -> MentionKey:
@@ -76,36 +78,69 @@ class TrainingMentions:
         rows, starts = np.unique(self.gold_rows[order], return_index=True)
         return {int(r): idx for r, idx in zip(rows, np.split(order, starts[1:]))}
 
-    def to_disk(self, path: Path, kb: EntityStore) -> None:
-        """Store mentions, gold ids and vectors (the transductive clustering's anchors).
-        Gold entities are stored as KB ids, so the file does not depend on row order."""
+    def to_dict(self, kb: EntityStore) -> Dict[str, Any]:
+        """Mentions, gold ids and vectors (the transductive clustering's anchors). Gold
+        entities are stored as KB ids, so the data do not depend on row order."""
         if self.vectors is None or len(self.vectors) != len(self):
             raise ArboError("The training mentions have no current vectors to store.")
-        ids = kb.ids
-        with atomic_path(path) as tmp:
-            tmp.mkdir()
-            np.save(tmp / "vectors.npy", self.vectors.astype(np.float32, copy=False))
-            srsly.write_msgpack(tmp / "mentions.msgpack", {
-                "mentions": [[m.left, m.mention, m.right] for m in self.mentions],
-                "kb_ids": [ids[row] for row in self.gold_rows],
-                "vectors_fingerprint": self.vectors_fingerprint,
-            })
+        vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)
+        return {
+            "mentions": [[m.left, m.mention, m.right] for m in self.mentions],
+            "kb_ids": [kb.ids[row] for row in self.gold_rows],
+            "vectors_fingerprint": self.vectors_fingerprint,
+            "vectors": vectors.tobytes(),
+            "dim": vectors.shape[1],
+        }
 
     @classmethod
-    def from_disk(cls, path: Path, kb: EntityStore) -> "TrainingMentions":
+    def from_dict(cls, data: Dict[str, Any], kb: EntityStore, origin: str) -> "TrainingMentions":
         try:
-            data = srsly.read_msgpack(path / "mentions.msgpack")
-            vectors = np.load(path / "vectors.npy", allow_pickle=False)
             mentions = [MentionInput(*m) for m in data["mentions"]]
             kb_ids, fingerprint = list(data["kb_ids"]), data["vectors_fingerprint"]
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
+            vectors = np.frombuffer(data["vectors"], dtype=np.float32).reshape(-1, int(data["dim"])).copy()
+        except (ValueError, KeyError, TypeError) as err:
+            raise ArboError(f"Cannot read the stored training mentions in {origin}: {err!r}") from None
         unknown = sorted({i for i in kb_ids if i not in kb})
         if unknown:
-            raise ArboError(f"'{path}': {len(unknown)} stored training mentions link to ids the KB lacks, "
+            raise ArboError(f"{origin}: {len(unknown)} stored training mentions link to ids the KB lacks, "
                             f"e.g. {unknown[:3]}.")
-        if vectors.ndim != 2 or len(vectors) != len(mentions) or len(kb_ids) != len(mentions):
-            raise ArboError(f"'{path}': {len(mentions)} mentions, {len(kb_ids)} ids and vectors of "
+        if len(vectors) != len(mentions) or len(kb_ids) != len(mentions):
+            raise ArboError(f"{origin}: {len(mentions)} mentions, {len(kb_ids)} ids and vectors of "
                             f"shape {vectors.shape} do not match.")
         return cls(mentions, np.asarray([kb.row(i) for i in kb_ids], dtype=np.int64),
                    vectors=vectors, vectors_fingerprint=fingerprint)
+
+    def to_bytes(self, kb: EntityStore) -> bytes:
+        return srsly.msgpack_dumps(self.to_dict(kb))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, kb: EntityStore) -> "TrainingMentions":
+        try:
+            loaded = srsly.msgpack_loads(data)
+        except Exception as err:  # msgpack raises several unrelated types
+            raise ArboError(f"Cannot read the serialized training mentions: {err!r}") from None
+        return cls.from_dict(loaded, kb, "serialized training mentions")
+
+    def to_disk(self, path: Path, kb: EntityStore) -> None:
+        data = self.to_dict(kb)
+        with atomic_path(path) as tmp:
+            tmp.mkdir()
+            srsly.write_msgpack(tmp / MENTIONS_FILE, data)
+
+    @classmethod
+    def from_disk(cls, path: Path, kb: EntityStore) -> "TrainingMentions":
+        path = Path(path)
+        if (path / LEGACY_VECTORS_FILE).exists():
+            # spacy-arbo 0.1 kept the vectors in a .npy file beside the msgpack.
+            try:
+                data = srsly.read_msgpack(path / MENTIONS_FILE)
+                vectors = np.load(path / LEGACY_VECTORS_FILE, allow_pickle=False).astype(np.float32)
+                data = {**data, "vectors": vectors.tobytes(), "dim": vectors.shape[-1]}
+            except (OSError, ValueError) as err:
+                raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
+        else:
+            try:
+                data = srsly.read_msgpack(path / MENTIONS_FILE)
+            except Exception as err:  # msgpack raises several unrelated types
+                raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
+        return cls.from_dict(data, kb, f"'{path}'")

@@ -14,7 +14,7 @@ from spacy.util import registry
 
 from ..encoders.dual import DualEncoder
 from ..encoders.templates import EntityInput
-from ..kb.index import FaissIndex
+from ..retrieval.retriever import EntityRetriever, exact_search
 from ..util import ArboError
 from . import losses
 from .arborescence import VARIANTS, batch_positives, hard_negatives
@@ -25,39 +25,32 @@ PROXY_NEGATIVES = ("random", "mixed")
 
 @dataclass
 class TrainingState:
-    """What an objective may read besides the batch: current weights, index and caches."""
+    """What an objective may read besides the batch: current weights, the retriever (its
+    entity texts and last-refreshed index) and the training-mention cache."""
 
     module: DualEncoder
-    index: Optional[FaissIndex]
+    retriever: EntityRetriever
     corpus: TrainingMentions
-    entity_inputs: List[EntityInput]
     rng: np.random.Generator
 
+    @property
+    def entity_inputs(self) -> List[EntityInput]:
+        return self.retriever.entity_inputs()
+
     def embed_entities(self, rows: np.ndarray) -> torch.Tensor:
-        return self.module.embed_entities([self.entity_inputs[r] for r in rows])
+        inputs = self.entity_inputs
+        return self.module.embed_entities([inputs[r] for r in rows])
 
     def nearest_entities(self, vectors: np.ndarray, k: int) -> np.ndarray:
         """(n, k) entity rows by decreasing score, distinct per row, -1 padded."""
-        if self.index is None:
-            raise ArboError("This objective mines negatives from the entity index, which is not built.")
-        oversample = 4 if len(self.index) > len(self.entity_inputs) else 1
-        _, rows = self.index.search(vectors, k * oversample)
-        result = np.full((len(rows), k), -1, dtype=np.int64)
-        for i, row in enumerate(rows):
-            distinct = list(dict.fromkeys(int(r) for r in row if r >= 0))[:k]
-            result[i, : len(distinct)] = distinct
-        return result
+        return self.retriever.nearest_entities(vectors, k)
 
     def nearest_corpus_mentions(self, vectors: np.ndarray, k: int) -> np.ndarray:
-        """(n, k) training-mention indices by decreasing similarity (cached vectors)."""
+        """(n, min(k, cached)) training-mention indices by decreasing similarity (cached vectors)."""
         cached = self.corpus.vectors
         if cached is None or not len(cached):
             return np.full((len(vectors), 0), -1, dtype=np.int64)
-        scores = vectors @ cached.T
-        k = min(k, scores.shape[1])
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
-        return np.take_along_axis(top, order, axis=1)
+        return exact_search(vectors, cached, k)[0][:, : min(k, len(cached))]
 
 
 def _entity_rows(gold_rows: np.ndarray, negatives: np.ndarray) -> np.ndarray:

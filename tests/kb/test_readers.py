@@ -7,11 +7,7 @@ from spacy_arbo.kb.entities import normalize_id
 from spacy_arbo.kb.readers import read_kb, write_jsonl
 from spacy_arbo.util import ArboError
 
-CTD_HEADER = "# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\tParentTreeNumbers\tSynonyms\tSlimMappings\n#\n"
-
-
-def ctd_line(name, did, alt="", definition="", synonyms="", slims=""):
-    return "\t".join([name, did, alt, definition, "", "", "", synonyms, slims]) + "\n"
+from ..util import CTD_HEADER, ctd_line
 
 
 @pytest.fixture

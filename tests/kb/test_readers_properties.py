@@ -14,7 +14,7 @@ from spacy_arbo.kb.entities import normalize_id
 from spacy_arbo.kb.readers import CTD_COLUMNS, read_kb, write_jsonl
 from spacy_arbo.util import ArboError
 
-from .test_readers import CTD_HEADER
+from ..util import CTD_HEADER
 
 SETTINGS = settings(max_examples=50, deadline=None)
 

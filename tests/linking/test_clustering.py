@@ -5,7 +5,6 @@ from spacy_arbo.linking import clustering
 from spacy_arbo.linking.clustering import (
     GRAPHS,
     adjusted_rand_index,
-    nearest_neighbours,
     partition,
 )
 from spacy_arbo.util import ArboError
@@ -321,24 +320,6 @@ def test_bad_input_raises_arbo_error():
         partition(indices, similarities, np.array([0]), np.array([0.5]))
     with pytest.raises(ArboError, match="No mention 2"):
         partition(indices, similarities).path(2)
-
-
-def test_nearest_neighbours_matches_brute_force():
-    rng = np.random.default_rng(1)
-    vectors = rng.normal(size=(30, 8)).astype(np.float32)
-    indices, similarities = nearest_neighbours(vectors, vectors, 4, exclude_self=True,
-                                               batch_size=7)
-    scores = vectors @ vectors.T
-    np.fill_diagonal(scores, -np.inf)
-    expected = np.argsort(-scores, axis=1, kind="stable")[:, :4]
-    np.testing.assert_array_equal(indices, expected)
-    np.testing.assert_allclose(similarities, np.take_along_axis(scores, expected, axis=1),
-                               rtol=1e-5)
-    few, few_similarities = nearest_neighbours(vectors[:2], vectors[:3], 5)
-    assert few[:, 3:].tolist() == [[-1, -1], [-1, -1]]
-    assert np.isneginf(few_similarities[:, 3:]).all()
-    with pytest.raises(ArboError, match="dimension"):
-        nearest_neighbours(vectors, vectors[:, :4], 2)
 
 
 def test_adjusted_rand_index():

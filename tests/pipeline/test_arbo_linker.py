@@ -10,35 +10,7 @@ from spacy_arbo.kb.entities import NIL
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
-
-
-def hashed_model(seed=0):
-    return {
-        "@architectures": "spacy_arbo.DualEncoder.v1",
-        "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 4096,
-                          "embed_dim": 16, "out_dim": 16, "seed": seed},
-    }
-
-
-def make_nlp(kb_dir, seed=0, **cfg):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={"model": hashed_model(seed), "top_k": 4, **cfg})
-    nlp.config["initialize"]["components"]["arbo_linker"] = {
-        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
-    }
-    nlp.initialize()
-    return nlp
-
-
-def unlinked(nlp, docs):
-    """The docs' mentions without their ids, as a linker sees them."""
-    from spacy_arbo.evaluation import strip_links
-
-    return [strip_links(d) for d in docs]
-
-
-def links(docs):
-    return [[(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
+from ..util import hashed_model, links, make_nlp, unlinked
 
 
 def test_candidates_equal_brute_force_scoring(toy_kb_dir, toy_kb, toy_docs):
@@ -109,7 +81,7 @@ def test_tfidf_source_ranks_an_exact_alias_first(toy_kb_dir):
 
 def test_index_aliases_keeps_entities_distinct(toy_kb_dir, toy_docs):
     nlp = make_nlp(toy_kb_dir, index_aliases=True, top_k=6)
-    assert len(nlp.get_pipe("arbo_linker").index) == 6 + 11  # names + aliases
+    assert len(nlp.get_pipe("arbo_linker").retriever.dense) == 6 + 11  # names + aliases
     for doc in nlp.pipe(unlinked(nlp, toy_docs)):
         for ent in doc.ents:
             ids = [kb_id for kb_id, _ in ent._.kb_candidates]
@@ -121,7 +93,7 @@ def test_configure_rebuilds_what_a_setting_changes(toy_kb_dir, toy_docs):
     linker = nlp.get_pipe("arbo_linker")
     linker.configure(index_aliases=True, candidate_source="hybrid")
     docs = list(nlp.pipe(unlinked(nlp, toy_docs)))
-    assert len(linker.index) == 6 + 11 and linker.tfidf is not None
+    assert len(linker.retriever.dense) == 6 + 11 and linker.retriever.tfidf is not None
     assert all(len(e._.kb_candidates) == 6 for d in docs for e in d.ents)
     with pytest.raises(ArboError, match="Unknown arbo_linker settings"):
         linker.configure(colour="red")
@@ -140,7 +112,7 @@ def test_bad_and_edge_input(toy_kb_dir):
 
 def test_prebuilt_index_from_another_encoder_is_an_error(toy_kb_dir, monkeypatch):
     nlp = make_nlp(toy_kb_dir, seed=0)
-    nlp.get_pipe("arbo_linker").save_index(toy_kb_dir)
+    nlp.get_pipe("arbo_linker").retriever.save_prebuilt(toy_kb_dir)
     with pytest.raises(ArboError, match=r"encoder=\w+ .*encoder=\w+"):
         make_nlp(toy_kb_dir, seed=1)
     # The same encoder reuses the stored index instead of encoding the KB again.
@@ -151,7 +123,7 @@ def test_prebuilt_index_from_another_encoder_is_an_error(toy_kb_dir, monkeypatch
 
     monkeypatch.setattr(ArboLinker, "refresh_index", fail)
     reused = make_nlp(toy_kb_dir, seed=0)
-    assert len(reused.get_pipe("arbo_linker").index) == 6
+    assert len(reused.get_pipe("arbo_linker").retriever.dense) == 6
 
 
 def test_missing_kb_and_bad_config(toy_kb_dir):

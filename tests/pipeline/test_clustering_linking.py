@@ -5,7 +5,8 @@ import spacy
 from spacy_arbo.kb.entities import NIL
 from spacy_arbo.util import ArboError
 
-from .test_arbo_linker import make_nlp, unlinked
+from ..conftest import make_doc
+from ..util import make_nlp, unlinked
 
 
 def clusters(docs):
@@ -85,20 +86,26 @@ def relabelled(doc, kb_id):
     return copy
 
 
-def transductive_nlp(toy_kb_dir, toy_docs, graph="directed"):
+# No mention here is spelled like its entity's name: an identical anchor is strictly
+# closer than any entity (an exact tie would be broken by node numbers).
+SYMPTOMS = ("A high temperature and coughing were reported.",
+            [("high temperature", "MESH:D005334"), ("coughing", "MESH:D003371")])
+
+
+def transductive_nlp(toy_kb_dir, graph="directed"):
     nlp = make_nlp(toy_kb_dir, linking="clustering", graph=graph, knn_mentions=3)
     linker = nlp.get_pipe("arbo_linker")
-    linker.set_training_mentions([relabelled(toy_docs[2], "MESH:D003920")])
+    linker.set_training_mentions([relabelled(make_doc(nlp, *SYMPTOMS), "MESH:D003920")])
     linker.configure(transductive=True)
     return nlp
 
 
 @pytest.mark.parametrize("graph", ["directed", "undirected"])
 def test_transductive_anchors_lend_their_gold_entity(toy_kb_dir, toy_docs, graph):
-    fever = toy_docs[2]  # "Fever and coughing were reported."
     plain = make_nlp(toy_kb_dir, linking="clustering", graph=graph, knn_mentions=3)
+    fever = make_doc(plain, *SYMPTOMS)
     assert "MESH:D003920" not in [e.kb_id_ for e in plain(unlinked(plain, [fever])[0]).ents]
-    nlp = transductive_nlp(toy_kb_dir, toy_docs, graph)
+    nlp = transductive_nlp(toy_kb_dir, graph)
     doc = nlp(unlinked(nlp, [fever])[0])
     # Each mention's identical anchor (a training mention, doc index -1) outbids retrieval.
     for ent in doc.ents:
@@ -110,10 +117,10 @@ def test_transductive_anchors_lend_their_gold_entity(toy_kb_dir, toy_docs, graph
 
 
 def test_transductive_anchors_round_trip(tmp_path, toy_kb_dir, toy_docs):
-    nlp = transductive_nlp(toy_kb_dir, toy_docs)
+    nlp = transductive_nlp(toy_kb_dir)
     before = clusters(nlp.pipe(unlinked(nlp, toy_docs)))
     nlp.to_disk(tmp_path / "p")
-    assert (tmp_path / "p" / "arbo_linker" / "anchors" / "vectors.npy").exists()
+    assert (tmp_path / "p" / "arbo_linker" / "anchors" / "mentions.msgpack").exists()
     loaded = spacy.load(tmp_path / "p")
     assert clusters(loaded.pipe(unlinked(loaded, toy_docs))) == before
 
@@ -125,7 +132,7 @@ def test_transductive_needs_training_mentions(toy_kb_dir, toy_docs):
 
 
 def test_corrupt_stored_anchors_name_the_file(tmp_path, toy_kb_dir, toy_docs):
-    transductive_nlp(toy_kb_dir, toy_docs).to_disk(tmp_path / "p")
-    (tmp_path / "p" / "arbo_linker" / "anchors" / "vectors.npy").write_bytes(b"not numpy")
+    transductive_nlp(toy_kb_dir).to_disk(tmp_path / "p")
+    (tmp_path / "p" / "arbo_linker" / "anchors" / "mentions.msgpack").write_bytes(b"not msgpack")
     with pytest.raises(ArboError, match="stored training mentions in .*anchors"):
         spacy.load(tmp_path / "p")

@@ -8,7 +8,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from ..conftest import TOY_TEXTS, make_doc
-from .test_arbo_linker import hashed_model, links, unlinked
+from ..util import hashed_model, links, unlinked
 
 OBJECTIVES = {
     "in_batch": {"@losses": "spacy_arbo.in_batch.v1"},
@@ -74,7 +74,7 @@ def test_fgsm_attack_increases_the_base_loss(toy_kb_dir):
     spans = [e for d in gold for e in d.ents]
     batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
                           np.full(len(spans), -1))
-    state = TrainingState(module, linker.index, linker.corpus, linker._entity_input_cache(), np.random.default_rng(0))
+    state = TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0))
     clean = InBatch()(state, batch)
     combined = Adversarial(InBatch(), epsilon=0.5, lam=1.0)(state, batch)
     assert (combined - clean).item() > clean.item()  # adversarial loss > clean loss
@@ -88,15 +88,19 @@ def test_kb_aliases_as_extra_training_pairs(toy_kb_dir):
     assert doc.ents[0].kb_id_ == "MESH:D005334"
 
 
-def test_index_is_refreshed_before_use_and_on_save(tmp_path, toy_kb_dir):
+def test_a_stale_index_is_not_saved_and_is_refreshed_before_use(tmp_path, toy_kb_dir):
     nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=3)
     linker = nlp.get_pipe("arbo_linker")
     assert linker._stale  # updated since the last refresh
-    nlp.to_disk(tmp_path / "trained")
-    assert not linker._stale
-    # The saved index was made by the saved weights: loading checks the fingerprint.
-    loaded = spacy.load(tmp_path / "trained")
+    nlp.to_disk(tmp_path / "stale")
+    # Saving never encodes the KB: the index that lags the weights is left out...
+    assert linker._stale and not (tmp_path / "stale" / "arbo_linker" / "indexes" / "index").exists()
+    loaded = spacy.load(tmp_path / "stale")
+    # ...and both pipelines encode it before their first prediction.
     assert links(loaded.pipe(unlinked(loaded, gold))) == links(nlp.pipe(unlinked(nlp, gold)))
+    assert not linker._stale and not loaded.get_pipe("arbo_linker")._stale
+    nlp.to_disk(tmp_path / "fresh")
+    assert (tmp_path / "fresh" / "arbo_linker" / "indexes" / "index").is_dir()
 
 
 TRAIN_CONFIG = """

@@ -3,66 +3,26 @@ import shutil
 import numpy as np
 import pytest
 import spacy
-import torch
 from spacy.training import Example
 from thinc.api import Adam
 
-from spacy_arbo.evaluation import strip_links
+from spacy_arbo.pipeline.gold_ents import strip_links
 from spacy_arbo.kb.entities import NIL, Entity
 from scipy.special import expit
 
-from spacy_arbo.reranker.component import closest_alias, fuse_scores, with_gold
+from spacy_arbo.reranker.component import fuse_scores, with_gold
+from spacy_arbo.reranker.planning import closest_alias
 from spacy_arbo.reranker.model import get_module
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
+from ..util import cross_encoder, make_reranker_nlp, make_two_stage_nlp
 
 TWO_SENTENCES = (
     "Fever and coughing were reported. Patients with diabetes mellitus often develop heart failure.",
     [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371"), ("diabetes mellitus", "MESH:D003920"),
      ("heart failure", "MESH:D006333")],
 )
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """A tiny model on a shared 2-core machine runs far faster on one thread."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def cross_encoder(path, max_length=128, pair_attention="full"):
-    return {"@architectures": "spacy_arbo.CrossEncoder.v1", "name": str(path), "max_length": max_length,
-            "pair_attention": pair_attention}
-
-
-def make_reranker_nlp(tiny_bert_dir, kb, model=None, **cfg):
-    """A pipeline with only the reranker; candidates are put on the docs by hand."""
-    nlp = spacy.blank("en")
-    reranker = nlp.add_pipe("multi_cross_reranker", config={"model": model or cross_encoder(tiny_bert_dir), **cfg})
-    torch.manual_seed(0)
-    reranker.initialize(lambda: [], nlp=nlp, kb_loader=lambda _vocab: kb)
-    return nlp
-
-
-def make_two_stage_nlp(tiny_bert_dir, kb_dir, **cfg):
-    """The TF-IDF arbo_linker retrieves; the reranker takes its KB from it."""
-    nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={
-        "candidate_source": "tfidf", "top_k": 4,
-        "model": {"@architectures": "spacy_arbo.DualEncoder.v1",
-                  "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 256,
-                                    "embed_dim": 8, "out_dim": 8}},
-    })
-    nlp.add_pipe("multi_cross_reranker", config={"model": cross_encoder(tiny_bert_dir), "top_n": 4, **cfg})
-    nlp.config["initialize"]["components"]["arbo_linker"] = {
-        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
-    }
-    torch.manual_seed(0)
-    nlp.initialize()
-    return nlp
 
 
 def rotating_candidates(nlp, kb, texts, n=6):
@@ -96,7 +56,7 @@ def test_isolated_pairs_score_the_same_in_every_mode(tiny_bert_dir, toy_kb):
     texts = [TWO_SENTENCES, *TOY_TEXTS]
     by_mode = {}
     for mode in ["base", "parallel", "multi", "passage"]:
-        reranker.cfg["mode"] = mode
+        reranker.configure(mode=mode)
         docs = rotating_candidates(nlp, toy_kb, texts)
         passes, _ = reranker.plan(docs, candidate_ids(docs))
         assert max(len(p) for p in passes) <= 64
@@ -123,7 +83,7 @@ def test_reranking_writes_links_and_rescored_candidates(tiny_bert_dir, toy_kb):
             assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
             assert all(0.0 < s < 1.0 for _, s in ranked)
             assert ent.kb_id_ == ranked[0][0]
-    nlp.get_pipe("multi_cross_reranker").cfg["threshold"] = 1.0
+    nlp.get_pipe("multi_cross_reranker").configure(threshold=1.0)
     for doc in nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)):
         assert all(e.kb_id_ == NIL and len(e._.kb_candidates) == 4 for e in doc.ents)
 
@@ -236,7 +196,7 @@ def test_gold_insertion(tiny_bert_dir, toy_kb):
     reranker = nlp.get_pipe("multi_cross_reranker")
     assert reranker.training_candidates(Example(predicted, gold)) == [
         (["MESH:D003920", "MESH:D005334"], [False, True]), ([], [])]
-    reranker.cfg["insert_gold"] = False
+    reranker.configure(insert_gold=False)
     assert reranker.training_candidates(Example(predicted, gold))[0] == (
         ["MESH:D003920", "MESH:D006527"], [False, False])
 
@@ -285,9 +245,23 @@ def test_round_trip_gives_identical_scores(tmp_path, tiny_bert_dir, toy_kb_dir, 
     assert links(after) == links(before) and scores(after) == scores(before)
     reranker = loaded.get_pipe("multi_cross_reranker")
     assert reranker.cfg["mode"] == "parallel" and len(reranker.kb) == 6
+    # One copy of the KB: the reranker reads the linker's.
+    assert reranker.kb is loaded.get_pipe("arbo_linker").kb
+    assert sorted(p.parent.name for p in (tmp_path / "pipeline").rglob("entities.msgpack")) == ["kb"]
+    assert [p.parent.parent.name for p in (tmp_path / "pipeline").rglob("entities.msgpack")] == ["arbo_linker"]
+    # The whole pipeline through bytes, as nlp.pipe(n_process > 1) and pickling need.
+    copy = spacy.blank("en").from_config(loaded.config).from_bytes(loaded.to_bytes())
+    assert links(copy.pipe(strip_links(d) for d in toy_docs)) == links(before)
+    assert scores(copy.pipe(strip_links(d) for d in toy_docs)) == scores(before)
+    assert get_module(copy.get_pipe("multi_cross_reranker").model).max_length == 128
+
+
+def test_a_reranker_with_its_own_kb_saves_it(tmp_path, tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb)
+    reranker = nlp.get_pipe("multi_cross_reranker")
     copy = spacy.blank("en").add_pipe("multi_cross_reranker", config={"model": cross_encoder(tmp_path / "nowhere")})
     copy.from_bytes(reranker.to_bytes())
-    assert len(copy.kb) == 6 and get_module(copy.model).max_length == 128
+    assert len(copy.kb) == 6 and copy.kb.fingerprint() == toy_kb.fingerprint()
 
 
 def test_closest_alias(toy_kb):
@@ -325,7 +299,7 @@ def test_alias_tokens_can_change_after_the_aliases_are_cached(tiny_bert_dir, toy
     doc.ents[0]._.kb_candidates = [("MESH:D005334", 1.0)]
     lengths = []
     for alias_tokens in (16, 1, 16):
-        reranker.cfg["alias_tokens"] = alias_tokens
+        reranker.configure(alias_tokens=alias_tokens)
         (packed,), _ = reranker.plan([doc], candidate_ids([doc]))
         lengths.append(len(packed.input_ids))
     assert lengths[0] == lengths[2] > lengths[1]

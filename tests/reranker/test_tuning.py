@@ -6,7 +6,7 @@ from spacy_arbo.corpora import write_docbin
 from spacy_arbo.reranker.tuning import tune_retrieval_weight
 from spacy_arbo.util import ArboError
 
-from .test_component import make_two_stage_nlp, one_thread  # noqa: F401 (fixture)
+from ..util import make_two_stage_nlp
 
 
 def test_tuning_picks_the_best_weight_and_the_cli_stores_it(tmp_path, tiny_bert_dir, toy_kb_dir, toy_docs, capsys):
@@ -17,7 +17,7 @@ def test_tuning_picks_the_best_weight_and_the_cli_stores_it(tmp_path, tiny_bert_
     assert best == max(rows, key=lambda row: row[1])[0]
     assert nlp.get_pipe("multi_cross_reranker").cfg["retrieval_weight"] == best
 
-    nlp.get_pipe("multi_cross_reranker").cfg["retrieval_weight"] = 0.5
+    nlp.get_pipe("multi_cross_reranker").configure(retrieval_weight=0.5)
     nlp.to_disk(tmp_path / "pipeline")
     write_docbin(toy_docs, tmp_path / "dev.spacy")
     assert main(["tune-reranker", str(tmp_path / "pipeline"), str(tmp_path / "dev.spacy"),

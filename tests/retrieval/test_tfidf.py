@@ -7,7 +7,7 @@ import srsly
 
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.kb.tfidf import HNSW_FILE, INDEX_FILE, TfidfAliasIndex
+from spacy_arbo.retrieval.tfidf import HNSW_FILE, INDEX_FILE, TfidfAliasIndex
 from spacy_arbo.util import ArboError
 
 

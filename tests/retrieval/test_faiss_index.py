@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from spacy_arbo.kb import index as index_module
-from spacy_arbo.kb.index import KINDS, FaissIndex, gpu_available
+from spacy_arbo.retrieval import faiss_index as index_module
+from spacy_arbo.retrieval.faiss_index import KINDS, FaissIndex, gpu_available
 from spacy_arbo.util import ArboError
 
 DIM = 16

@@ -23,7 +23,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 from ..util import ArboError, PathLike, atomic_path
-from .store import EntityStore
+from ..kb.store import EntityStore
 
 FORMAT_VERSION = 1
 INDEX_FILE = "tfidf.msgpack"

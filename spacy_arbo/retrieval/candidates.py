@@ -1,17 +1,8 @@
-"""Ranked (kb_id, score) candidates: from search results, merged across sources, and
-written onto spans the same way by every component that decides links."""
-from typing import Dict, List, Optional, Sequence, Tuple
+"""Ranked (kb_id, score) candidates: from search results, and merged across sources."""
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
-from spacy.tokens import Span
-
-from ..kb.entities import NIL
-
 Candidates = List[Tuple[str, float]]
-
-for _attr in ("kb_candidates", "kb_ents"):
-    if not Span.has_extension(_attr):
-        Span.set_extension(_attr, default=None)
 
 # Reciprocal rank fusion constant (Cormack et al. 2009): damps the weight of the very
 # first ranks so neither source dominates.
@@ -57,16 +48,3 @@ def fuse_candidates(sources: Sequence[List[Candidates]], k: int) -> List[Candida
         best = sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:k]
         fused.append([(kb_id, float(score)) for kb_id, score in best])
     return fused
-
-
-def best_above(ranked: Candidates, threshold: Optional[float]) -> str:
-    """The best candidate's id, or NIL when there is none or it scores below `threshold`."""
-    return ranked[0][0] if ranked and (threshold is None or ranked[0][1] >= threshold) else NIL
-
-
-def write_link(span: Span, kb_id: str, ranked: Candidates) -> None:
-    """`ent.kb_id_`, and the ranked candidates also in scispacy's `kb_ents` shape."""
-    for token in span:
-        token.ent_kb_id_ = kb_id
-    span._.kb_candidates = ranked
-    span._.kb_ents = ranked

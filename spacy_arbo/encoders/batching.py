@@ -1,0 +1,28 @@
+"""Encoding many texts in batches of similar length, so little of each batch is padding."""
+from typing import Callable, List, Sequence, TypeVar
+
+import numpy as np
+from tqdm import tqdm
+
+T = TypeVar("T")
+
+
+def encode_by_length(
+    items: Sequence[T],
+    encode: Callable[[List[T]], np.ndarray],
+    length: Callable[[T], int],
+    dim: int,
+    batch_size: int,
+    *,
+    progress: bool = False,
+    desc: str = "encoding",
+) -> np.ndarray:
+    """(len(items), dim) float32 vectors, rows in input order."""
+    vectors = np.zeros((len(items), dim), dtype=np.float32)
+    order = sorted(range(len(items)), key=lambda i: length(items[i]))
+    with tqdm(total=len(items), desc=desc, unit="text", disable=not progress, leave=False, mininterval=2.0) as bar:
+        for start in range(0, len(order), batch_size):
+            rows = order[start: start + batch_size]
+            vectors[rows] = encode([items[i] for i in rows])
+            bar.update(len(rows))
+    return vectors

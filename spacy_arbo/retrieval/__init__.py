@@ -1,0 +1,1 @@
+"""Candidate retrieval: entity texts -> vectors -> index -> ranked candidates per mention."""

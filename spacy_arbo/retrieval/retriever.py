@@ -1,0 +1,257 @@
+"""KB -> entity texts -> vectors -> index -> ranked candidates per mention.
+
+One object owns what candidate generation needs (scispacy keeps it apart from the linker
+too): the entity texts the entity tower reads, the FAISS index over their vectors (with a
+fingerprint of the encoder and texts that made it), an optional TF-IDF alias index, and
+the search that turns either, or both fused, into each mention's distinct top-k entities.
+The caller brings the encoder: `refresh` takes a function from entity texts to vectors.
+"""
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import srsly
+
+from ..encoders.templates import ENTITY_FIELDS, EntityInput, entity_inputs
+from ..kb.store import EntityStore
+from ..settings import check_at_least, check_choice, check_types
+from ..util import ArboError, PathLike
+from .candidates import Candidates, fuse_candidates, rows_to_candidates
+from .faiss_index import FaissIndex
+from .tfidf import TfidfAliasIndex
+
+logger = logging.getLogger("spacy_arbo")
+
+CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
+# Settings that change what the entity tower encodes, hence the index.
+ENTITY_TEXT_SETTINGS = ("entity_fields", "max_aliases", "index_aliases")
+# The entity index a KB directory may hold, built by `python -m spacy_arbo index-kb`.
+PREBUILT_INDEX_DIR = "index"
+# With alias vectors an entity owns several index rows: search this many times deeper so
+# that k distinct entities remain.
+ALIAS_OVERSAMPLE = 4
+
+EncodeEntities = Callable[[List[EntityInput]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class RetrievalSettings:
+    """How candidates are generated. `index` holds `FaissIndex.build` options
+    (`kind`: flat, hnsw, ivfpq, ivfsq); `index_aliases` gives every KB alias its own vector."""
+
+    candidate_source: str = "dense"
+    top_k: int = 64
+    entity_fields: List[str] = field(default_factory=list)
+    max_aliases: int = 8
+    index: Dict[str, Any] = field(default_factory=lambda: {"kind": "flat"})
+    index_aliases: bool = False
+    batch_size: int = 64
+    use_gpu_index: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        check_types(self)
+        check_choice("candidate_source", self.candidate_source, CANDIDATE_SOURCES)
+        check_at_least(1, top_k=self.top_k, batch_size=self.batch_size)
+        check_at_least(0, max_aliases=self.max_aliases)
+        unknown = [f for f in self.entity_fields if f not in ENTITY_FIELDS]
+        if unknown:
+            raise ArboError(f"Unknown entity_fields {unknown}; expected a subset of {ENTITY_FIELDS}.")
+        # Owned copies: the config's lists and dicts stay the caller's.
+        object.__setattr__(self, "entity_fields", list(self.entity_fields))
+        object.__setattr__(self, "index", dict(self.index))
+
+    @property
+    def uses_dense(self) -> bool:
+        return self.candidate_source != "tfidf"
+
+    @property
+    def uses_tfidf(self) -> bool:
+        return self.candidate_source != "dense"
+
+    def texts_key(self) -> str:
+        texts = srsly.json_dumps([getattr(self, k) for k in ENTITY_TEXT_SETTINGS])
+        return hashlib.sha1(texts.encode("utf8")).hexdigest()[:8]
+
+
+class EntityRetriever:
+    """Candidate generation over one KB."""
+
+    def __init__(self, kb: EntityStore, settings: RetrievalSettings) -> None:
+        if not len(kb):
+            raise ArboError("The KB is empty.")
+        self.kb = kb
+        self.settings = settings
+        self.dense: Optional[FaissIndex] = None
+        self.tfidf: Optional[TfidfAliasIndex] = None
+        self._entity_inputs: Optional[List[EntityInput]] = None
+        self._alias_pairs: Optional[List[Tuple[str, int]]] = None
+
+    def configure(self, settings: RetrievalSettings) -> bool:
+        """Take new settings; True when the entity texts changed, so the dense index must
+        be re-encoded before its next use."""
+        texts_changed = any(getattr(settings, k) != getattr(self.settings, k) for k in ENTITY_TEXT_SETTINGS)
+        self.settings = settings
+        if texts_changed:
+            self._entity_inputs = None
+        return texts_changed
+
+    # Entity texts and vectors ---------------------------------------------------------
+
+    def entity_inputs(self) -> List[EntityInput]:
+        """One text per entity (row order): what training embeds for gold and negatives."""
+        if self._entity_inputs is None:
+            self._entity_inputs = entity_inputs(self.kb, self.settings.entity_fields, self.settings.max_aliases)
+        return self._entity_inputs
+
+    def alias_pairs(self) -> List[Tuple[str, int]]:
+        if self._alias_pairs is None:
+            self._alias_pairs = self.kb.alias_pairs()
+        return self._alias_pairs
+
+    def entity_texts(self) -> Tuple[List[EntityInput], np.ndarray]:
+        """What the index holds, and which entity row each vector belongs to: one text per
+        entity, then (with `index_aliases`) one per alias with its entity's description."""
+        inputs = list(self.entity_inputs())
+        owners = list(range(len(self.kb)))
+        if self.settings.index_aliases:
+            for row, entity in enumerate(self.kb):
+                for alias in entity.aliases:
+                    inputs.append(EntityInput(alias, inputs[row].description))
+                    owners.append(row)
+        return inputs, np.asarray(owners, dtype=np.int64)
+
+    def fingerprint(self, encoder_fingerprint: str) -> str:
+        """What the entity vectors depend on: encoder weights, KB content, entity texts."""
+        return f"encoder={encoder_fingerprint} kb={self.kb.fingerprint()[:16]} texts={self.settings.texts_key()}"
+
+    def refresh(self, encode: EncodeEntities, encoder_fingerprint: str) -> None:
+        """Re-encode every entity text and rebuild the dense index."""
+        started = time.perf_counter()
+        inputs, owners = self.entity_texts()
+        vectors = encode(inputs)
+        self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
+                                      fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
+        logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)
+
+    def is_current(self, encoder_fingerprint: str) -> bool:
+        return self.dense is not None and self.dense.fingerprint == self.fingerprint(encoder_fingerprint)
+
+    def ensure_tfidf(self) -> TfidfAliasIndex:
+        if self.tfidf is None:
+            # A second or two on CTD, e.g. after switching candidate_source to "hybrid".
+            self.tfidf = TfidfAliasIndex.build(self.kb)
+        return self.tfidf
+
+    # Prebuilt index beside the KB -------------------------------------------------------
+
+    def load_prebuilt(self, kb_dir: PathLike, encoder_fingerprint: str) -> bool:
+        """Reuse an index stored in the KB directory; one made by another encoder (or from
+        other entity texts) is an error rather than silently wrong candidates."""
+        path = Path(kb_dir) / PREBUILT_INDEX_DIR
+        if not path.is_dir():
+            return False
+        self.dense = FaissIndex.from_disk(path, expected_fingerprint=self.fingerprint(encoder_fingerprint),
+                                          use_gpu=self.settings.use_gpu_index)
+        return True
+
+    def save_prebuilt(self, kb_dir: PathLike) -> None:
+        if self.dense is None:
+            raise ArboError("There is no entity index to save: encode the KB first.")
+        self.dense.to_disk(Path(kb_dir) / PREBUILT_INDEX_DIR)
+
+    # Search ------------------------------------------------------------------------------
+
+    def candidates(
+        self, mention_vectors: Optional[np.ndarray], mention_texts: Sequence[str], k: Optional[int] = None
+    ) -> List[Candidates]:
+        """Each mention's best `k` (default `top_k`) distinct entities, best first, from the
+        dense index, the TF-IDF alias index, or both fused by reciprocal rank."""
+        k = self.settings.top_k if k is None else k
+        ranked: List[List[Candidates]] = []
+        if self.settings.uses_dense:
+            if self.dense is None or mention_vectors is None:
+                raise ArboError("Dense candidates need an entity index and mention vectors: initialize first.")
+            depth = k * (ALIAS_OVERSAMPLE if self.settings.index_aliases else 1)
+            scores, rows = self.dense.search(mention_vectors, depth)
+            ranked.append(rows_to_candidates(scores, rows, self.kb.ids, k))
+        if self.settings.uses_tfidf:
+            scores, rows = self.ensure_tfidf().search(list(mention_texts), k)
+            ranked.append(rows_to_candidates(scores, rows, self.kb.ids, k))
+        return ranked[0] if len(ranked) == 1 else fuse_candidates(ranked, k)
+
+    def nearest_entities(self, vectors: np.ndarray, k: int) -> np.ndarray:
+        """(n, k) entity rows by decreasing score, distinct per row, -1 padded: negatives."""
+        if self.dense is None:
+            raise ArboError("Negatives are mined from the entity index, which is not built.")
+        oversample = ALIAS_OVERSAMPLE if len(self.dense) > len(self.kb) else 1
+        _, rows = self.dense.search(vectors, k * oversample)
+        result = np.full((len(rows), k), -1, dtype=np.int64)
+        for i, row in enumerate(rows):
+            distinct = list(dict.fromkeys(int(r) for r in row if r >= 0))[:k]
+            result[i, : len(distinct)] = distinct
+        return result
+
+    # Serialization -----------------------------------------------------------------------
+
+    def index_bytes(self, include_dense: bool = True) -> Dict[str, Optional[bytes]]:
+        return {"dense": None if self.dense is None or not include_dense else self.dense.to_bytes(),
+                "tfidf": None if self.tfidf is None else self.tfidf.to_bytes()}
+
+    def load_index_bytes(self, data: Dict[str, Optional[bytes]]) -> None:
+        """Indexes from `index_bytes`; a dense index from other weights or texts is kept
+        (its fingerprint says it is stale, so the owner re-encodes it before use)."""
+        use_gpu = self.settings.use_gpu_index
+        self.dense = None if data.get("dense") is None else FaissIndex.from_bytes(data["dense"], use_gpu=use_gpu)
+        self.tfidf = None if data.get("tfidf") is None else TfidfAliasIndex.from_bytes(
+            data["tfidf"], expected_fingerprint=self.kb.fingerprint())
+
+    def to_disk(self, path: PathLike, include_dense: bool = True) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if self.dense is not None and include_dense:
+            self.dense.to_disk(path / "index")
+        if self.tfidf is not None:
+            self.tfidf.to_disk(path / "tfidf")
+
+    def from_disk(self, path: PathLike) -> None:
+        path = Path(path)
+        use_gpu = self.settings.use_gpu_index
+        self.dense = FaissIndex.from_disk(path / "index", use_gpu=use_gpu) if (path / "index").exists() else None
+        self.tfidf = TfidfAliasIndex.from_disk(path / "tfidf", expected_fingerprint=self.kb.fingerprint()) \
+            if (path / "tfidf").exists() else None
+
+
+def exact_search(
+    queries: np.ndarray, keys: np.ndarray, k: int, *, exclude_self: bool = False
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact top-k keys of every query by inner product: (indices, similarities), (n, k),
+    best first; -1 and -inf pad slots beyond the available keys. With `exclude_self` the
+    queries are the first rows of the keys and each is left out of its own list."""
+    if exclude_self and len(queries) > len(keys):
+        raise ArboError(f"exclude_self needs the queries to be the first rows of the keys; got "
+                        f"{len(queries)} queries and {len(keys)} keys.")
+    check_at_least(1, k=k)
+    n = len(queries)
+    indices = np.full((n, k), -1, dtype=np.int64)
+    similarities = np.full((n, k), -np.inf, dtype=np.float32)
+    if not len(keys) or not n:
+        return indices, similarities
+    index = FaissIndex.build(keys, kind="flat", use_gpu=False)
+    extra = int(exclude_self)
+    scores, found = index.search(queries, min(k + extra, len(keys)))
+    if exclude_self:
+        own = found == np.arange(n)[:, None]
+        # Drop each query's own id (or, when ties pushed it out, the last slot).
+        own[~own.any(axis=1), -1] = True
+        keep = ~own
+        width = found.shape[1] - 1
+        found = found[keep].reshape(n, width)
+        scores = scores[keep].reshape(n, width)
+    width = min(k, found.shape[1])
+    indices[:, :width] = found[:, :width]
+    similarities[:, :width] = scores[:, :width]
+    return indices, similarities

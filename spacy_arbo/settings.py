@@ -1,0 +1,105 @@
+"""Component settings, written once: a frozen dataclass per component gives the factory's
+defaults, its config validation (the factory signature is made from the fields) and the
+checks that a value is sensible. The pipeline's config is where settings live; a saved
+pipeline keeps them in its `config.cfg`, so `spacy.load(path, config=...)` can change them.
+"""
+import dataclasses
+import inspect
+import math
+import typing
+from typing import Any, Callable, Dict, Iterable, Sequence, Tuple, Type, TypeVar
+
+from .util import ArboError
+
+S = TypeVar("S")
+
+
+def setting_defaults(settings: Type[Any]) -> Dict[str, Any]:
+    """The fields' defaults, for `Language.factory(default_config=...)`."""
+    defaults = {}
+    for f in dataclasses.fields(settings):
+        if f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            defaults[f.name] = f.default_factory()  # type: ignore[misc]
+    return defaults
+
+
+def with_setting_parameters(settings: Type[Any], leading: Sequence[Tuple[str, Any]]) -> Callable:
+    """Give a `make(nlp, name, ..., **settings)` factory an explicit signature, so spaCy's
+    config validation checks every setting against its field's type."""
+
+    def decorate(make: Callable) -> Callable:
+        params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a) for n, a in leading]
+        params += [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=f.type)
+                   for f in dataclasses.fields(settings)]
+        make.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return make
+
+    return decorate
+
+
+def replace_settings(current: S, changes: Dict[str, Any], component: str) -> S:
+    """`current` with `changes`, re-checked; unknown names are an error naming them."""
+    known = {f.name for f in dataclasses.fields(current)}  # type: ignore[arg-type]
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise ArboError(f"Unknown {component} settings {unknown}; known: {sorted(known)}.")
+    return dataclasses.replace(current, **changes)  # type: ignore[type-var]
+
+
+def check_types(settings: Any) -> None:
+    """Each field's value against its annotation, so a bad value (`threshold = "abc"`)
+    is an error naming the setting rather than a failure deep inside the component."""
+    hints = typing.get_type_hints(type(settings))
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if not _matches(value, hints[f.name]):
+            raise ArboError(f"{f.name} takes {_describe(hints[f.name])}; got {value!r}.")
+
+
+def _matches(value: Any, annotation: Any) -> bool:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union:
+        return any(_matches(value, a) for a in args)
+    if origin in (list, tuple):
+        return isinstance(value, (list, tuple)) and all(_matches(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if annotation is type(None):
+        return value is None
+    if annotation is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return annotation is Any or isinstance(value, annotation)
+
+
+def _describe(annotation: Any) -> str:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union:
+        return " or ".join(_describe(a) for a in args)
+    names = {type(None): "null", float: "a number", int: "an integer", bool: "true or false", str: "a string"}
+    if origin in (list, tuple):
+        return "a list"
+    return names.get(annotation, "a mapping" if origin is dict else str(annotation))
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> None:
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ArboError(f"Unknown {name} {value!r}; expected one of {allowed}.")
+
+
+def check_at_least(minimum: int, **values: Any) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise ArboError(f"{name} takes {expected}; got {value!r}.")
+
+
+def store_in_config(nlp: Any, component: Any, changes: Dict[str, Any]) -> None:
+    """Write changed settings into the pipeline's config too, so that `nlp.to_disk` keeps
+    them (a saved pipeline's settings live in its config.cfg)."""
+    if nlp is not None and component.name in nlp.component_names and nlp.get_pipe(component.name) is component:
+        nlp.get_pipe_config(component.name).update(changes)

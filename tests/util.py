@@ -1,0 +1,73 @@
+"""Helpers shared by the test modules (fixtures live in conftest.py)."""
+import spacy
+import torch
+
+from spacy_arbo.pipeline.gold_ents import strip_links
+
+
+CTD_HEADER = ("# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\t"
+              "ParentTreeNumbers\tSynonyms\tSlimMappings\n#\n")
+
+
+def ctd_line(name, did, alt="", definition="", synonyms="", slims=""):
+    return "\t".join([name, did, alt, definition, "", "", "", synonyms, slims]) + "\n"
+
+
+def hashed_model(seed=0):
+    return {
+        "@architectures": "spacy_arbo.DualEncoder.v1",
+        "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 4096,
+                          "embed_dim": 16, "out_dim": 16, "seed": seed},
+    }
+
+
+def make_nlp(kb_dir, seed=0, **cfg):
+    """A blank pipeline with an initialized hashed-n-gram arbo_linker over `kb_dir`."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model(seed), "top_k": 4, **cfg})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
+    }
+    nlp.initialize()
+    return nlp
+
+
+def unlinked(nlp, docs):
+    """The docs' mentions without their ids, as a linker sees them."""
+    return [strip_links(d) for d in docs]
+
+
+def links(docs):
+    return [[(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
+
+
+def cross_encoder(path, max_length=128, pair_attention="full"):
+    return {"@architectures": "spacy_arbo.CrossEncoder.v1", "name": str(path), "max_length": max_length,
+            "pair_attention": pair_attention}
+
+
+def make_reranker_nlp(tiny_bert_dir, kb, model=None, **cfg):
+    """A pipeline with only the reranker; candidates are put on the docs by hand."""
+    nlp = spacy.blank("en")
+    reranker = nlp.add_pipe("multi_cross_reranker", config={"model": model or cross_encoder(tiny_bert_dir), **cfg})
+    torch.manual_seed(0)
+    reranker.initialize(lambda: [], nlp=nlp, kb_loader=lambda _vocab: kb)
+    return nlp
+
+
+def make_two_stage_nlp(tiny_bert_dir, kb_dir, **cfg):
+    """The TF-IDF arbo_linker retrieves; the reranker takes its KB from it."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={
+        "candidate_source": "tfidf", "top_k": 4,
+        "model": {"@architectures": "spacy_arbo.DualEncoder.v1",
+                  "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 256,
+                                    "embed_dim": 8, "out_dim": 8}},
+    })
+    nlp.add_pipe("multi_cross_reranker", config={"model": cross_encoder(tiny_bert_dir), "top_n": 4, **cfg})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
+    }
+    torch.manual_seed(0)
+    nlp.initialize()
+    return nlp
