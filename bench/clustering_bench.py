@@ -20,13 +20,9 @@ import time
 import faiss
 import numpy as np
 
+from spacy_arbo.linking.clustering import GRAPHS, adjusted_rand_index, partition
 from spacy_arbo.retrieval.faiss_index import KINDS, FaissIndex
-from spacy_arbo.linking.clustering import (
-    GRAPHS,
-    adjusted_rand_index,
-    nearest_neighbours,
-    partition,
-)
+from spacy_arbo.retrieval.retriever import exact_search
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -70,7 +66,7 @@ def main() -> None:
     knn_similarities, knn_indices = index.search(mentions, args.k + 1)
     knn_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    nearest, nearest_similarity = nearest_neighbours(mentions, entities, 1)
+    nearest, nearest_similarity = exact_search(mentions, entities, 1)
     entity_seconds = time.perf_counter() - start
     print(f"kNN graph ({args.index}): {knn_seconds:.1f} s; "
           f"nearest entity: {entity_seconds:.1f} s\n")

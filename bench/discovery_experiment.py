@@ -71,8 +71,7 @@ def main() -> None:
     n_kept_mentions = len(held_out) - n_removed_mentions
     print(f"KB {len(kb):,} -> {len(smaller):,} entities ({len(removed)} removed); test mentions of removed "
           f"entities: {n_removed_mentions}, of kept entities: {n_kept_mentions}", flush=True)
-    linker.set_kb(smaller)
-    linker.tfidf = None
+    linker.set_kb(smaller)  # a new retriever: its indexes are built on first use
     linker.refresh_index()
 
     rows = []

@@ -26,7 +26,7 @@ from thinc.api import Adam
 
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.encoders.transformer import default_encoder_path
-from spacy_arbo.evaluation import strip_links
+from spacy_arbo.pipeline.gold_ents import strip_links
 from spacy_arbo.kb.readers import read_kb
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.pipeline.arbo_linker import arbo_linkers

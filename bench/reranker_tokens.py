@@ -32,12 +32,12 @@ def main() -> None:
     print(f"{sum(len(d.ents) for d in docs)} mentions; the retriever gives at least {available} candidates each")
     print(f"{'alias_tokens':>12}{'top_n':>7}{'pairs':>8}{'base tokens':>13}{'multi tokens':>14}{'ratio':>7}")
     for alias_tokens in args.alias_tokens:
-        reranker.cfg["alias_tokens"] = alias_tokens
+        reranker.configure(alias_tokens=alias_tokens)
         for top_n in args.top_n:
             candidates = [[[k for k, _ in (e._.kb_candidates or [])[:top_n]] for e in d.ents] for d in docs]
             tokens = {}
             for mode in ("base", "multi"):
-                reranker.cfg["mode"] = mode
+                reranker.configure(mode=mode)
                 passes, owners = reranker.plan(docs, candidates)
                 tokens[mode] = sum(len(p) for p in passes)
             print(f"{alias_tokens:>12}{top_n:>7}{len(owners):>8}{tokens['base']:>13,}{tokens['multi']:>14,}"

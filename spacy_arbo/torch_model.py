@@ -4,6 +4,7 @@ Resolving a config must not load weights; `initialize` builds the module (loadin
 pretrained weights), and a saved pipeline brings the module's own files (config,
 tokenizer, weights) so `spacy.load` needs none of the original paths.
 """
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
@@ -21,16 +22,20 @@ def lazy_torch_model(name: str, forward: Callable, build: Callable[[], M], modul
     """A Model whose single PyTorchShim holds `build()`'s module once initialized;
     `module_class` provides `to_files()` and `from_files(files)` for serialization."""
 
-    def serialize(module: Optional[M]) -> bytes:
-        if module is None:
-            raise ArboError(f"The {name} has no weights yet: initialize the pipeline first.")
-        return srsly.msgpack_dumps(module.to_files())
-
-    def deserialize(_module: Optional[M], data: bytes, device) -> M:
-        return module_class.from_files(srsly.msgpack_loads(data)).to(device)
-
-    shim = PyTorchShim(None, serialize_model=serialize, deserialize_model=deserialize)
+    # Partials of module-level functions rather than closures, so the model pickles.
+    shim = PyTorchShim(None, serialize_model=partial(_serialize, name),
+                       deserialize_model=partial(_deserialize, module_class))
     return TorchModel(name, forward, init=_init, shims=[shim], attrs={"build": build})
+
+
+def _serialize(name: str, module: Optional[nn.Module]) -> bytes:
+    if module is None:
+        raise ArboError(f"The {name} has no weights yet: initialize the pipeline first.")
+    return srsly.msgpack_dumps(module.to_files())
+
+
+def _deserialize(module_class: Type[M], _module: Optional[M], data: bytes, device) -> M:
+    return module_class.from_files(srsly.msgpack_loads(data)).to(device)
 
 
 class TorchModel(Model):

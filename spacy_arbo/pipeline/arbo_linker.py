@@ -1,5 +1,4 @@
 """`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them."""
-import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
@@ -10,7 +9,6 @@ import numpy as np
 import srsly
 from spacy import util
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
@@ -25,13 +23,13 @@ from ..linking.clustering import GRAPHS
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
 from ..retrieval.retriever import EntityRetriever, RetrievalSettings
-from ..settings import (check_at_least, check_choice, replace_settings, setting_defaults, store_in_config,
-                        with_setting_parameters)
+from ..settings import check_at_least, check_choice, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
 from .abbreviations import LongForms
+from .configured_pipe import ConfiguredPipe
 from .gold_ents import with_gold_mentions
 from .links import best_above, write_link
 
@@ -134,7 +132,7 @@ class Link:
     path: Optional[List[Any]] = None
 
 
-class ArboLinker(TrainablePipe):
+class ArboLinker(ConfiguredPipe):
     """Links `doc.ents` to KB entities retrieved by a dual encoder over a FAISS index.
 
     Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and
@@ -152,12 +150,7 @@ class ArboLinker(TrainablePipe):
         scorer: Optional[Callable] = None,
         settings: LinkerSettings = LinkerSettings(),
     ) -> None:
-        self.vocab = vocab
-        self.model = model
-        self.name = name
-        # The pipeline it belongs to, whose config keeps the settings that `configure` changes.
-        self.nlp = nlp
-        self.settings = settings
+        super().__init__(vocab, model, name, nlp=nlp, scorer=scorer, settings=settings)
         self.objective = objective
         self.retriever: Optional[EntityRetriever] = None
         self._long_forms: Optional[LongForms] = None
@@ -169,19 +162,8 @@ class ArboLinker(TrainablePipe):
         self._updates = 0
         self._corpus_encoded_at: Optional[int] = None
         self._rng = np.random.default_rng(settings.seed)
-        self._scorer = scorer
-        self.scorer = self._score_with_gold_ents if scorer is not None else None
 
-    @property
-    def cfg(self) -> Dict[str, Any]:
-        """The settings as a dict (read-only view; change them with `configure`)."""
-        return dataclasses.asdict(self.settings)
-
-    def configure(self, **changes: Any) -> None:
-        """Change settings (linking mode, graph, thresholds...), checked, here and in the
-        pipeline's config, so that a saved pipeline keeps them."""
-        self.settings = replace_settings(self.settings, changes, self.name)
-        store_in_config(self.nlp, self, changes)
+    def _settings_changed(self) -> None:
         if self.retriever is not None and self.retriever.configure(self.settings):
             self._stale = True
 
@@ -452,9 +434,6 @@ class ArboLinker(TrainablePipe):
         losses[self.name] += float(loss.detach())
         return losses
 
-    def add_label(self, label: str) -> int:
-        raise NotImplementedError
-
     # Serialization --------------------------------------------------------------------
     # Settings live in the pipeline's config; a component writes its weights, the KB, the
     # indexes (the dense one only while it matches the weights: never re-encoded here) and
@@ -500,7 +479,7 @@ class ArboLinker(TrainablePipe):
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         path = Path(path)
-        if (path / "cfg").exists():
+        if self._load_legacy_settings(path):
             self._load_legacy(path)
             return self
         deserializers = {
@@ -526,20 +505,18 @@ class ArboLinker(TrainablePipe):
     def _after_load(self) -> None:
         """A loaded dense index that other weights or entity texts made is re-encoded on
         first use (e.g. after `spacy.load(path, config={... index_aliases: true})`)."""
-        retriever = self._require_retriever()
+        retriever = self.retriever
+        if retriever is None:  # the KB was excluded
+            return
         self._stale = self.settings.uses_dense and not retriever.is_current(self._encoder_fingerprint())
         if self._stale and retriever.dense is not None:
             logger.info("%s: the saved entity index does not match the settings or weights; it is "
                         "re-encoded on first use.", self.name)
 
     def _load_legacy(self, path: Path) -> None:
-        """Pipelines saved by spacy-arbo 0.1 kept settings in `cfg` and indexes beside the
-        model: their settings win over the config, as they did then, and move into it."""
-        settings = srsly.read_json(path / "cfg")
+        """spacy-arbo 0.1 kept the indexes beside the model."""
         logger.warning("%s: '%s' was saved by spacy-arbo 0.1, whose settings file overrides the config; "
                        "re-save the pipeline to change settings at load time.", self.name, path)
-        self.settings = replace_settings(self.settings, settings, self.name)
-        store_in_config(self.nlp, self, settings)
         self.model.from_disk(path / "model")
         self.set_kb(EntityStore.from_disk(path / "kb"))
         self._require_retriever().from_disk(path)

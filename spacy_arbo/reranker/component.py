@@ -1,19 +1,16 @@
 """`multi_cross_reranker`: rescores the candidates that a retriever put on
 `span._.kb_candidates` with a cross-encoder that reads many (mention, candidate) pairs
 per transformer pass (multi cross-encoder paper, 4.2), and makes the final link."""
-import dataclasses
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-import srsly
 import torch
 from scipy.special import expit
 from spacy import util
 from spacy.language import Language
-from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
@@ -21,11 +18,11 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
 from ..kb.store import EntityStore
+from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
 from ..pipeline.links import best_above, write_link
 from ..scoring import gold_ids
-from ..settings import (check_at_least, check_choice, check_types, replace_settings, setting_defaults,
-                        store_in_config, with_setting_parameters)
+from ..settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..util import ArboError
 from .packing import MODES, Pass
@@ -110,7 +107,7 @@ def with_gold(candidates: Sequence[str], gold: Sequence[str], top_n: int, kb: En
     return candidates
 
 
-class MultiCrossReranker(TrainablePipe):
+class MultiCrossReranker(ConfiguredPipe):
     """Reranks the first `top_n` of `span._.kb_candidates`; writes `ent.kb_id_` (NIL below
     `threshold`, or without candidates) and the rescored `span._.kb_candidates` /
     `span._.kb_ents`, best first.
@@ -129,26 +126,12 @@ class MultiCrossReranker(TrainablePipe):
         scorer: Optional[Callable] = None,
         settings: RerankerSettings = RerankerSettings(),
     ) -> None:
-        self.vocab = vocab
-        self.model = model
-        self.name = name
-        self.settings = settings
-        # The pipeline it belongs to: where the KB and, with `use_gold_ents`, candidates come from.
-        self.nlp = nlp
+        # `nlp` is also where the KB and, with `use_gold_ents`, candidates come from.
+        super().__init__(vocab, model, name, nlp=nlp, scorer=scorer, settings=settings)
         self._own_kb: Optional[EntityStore] = None
         self._planner: Optional[PairPlanner] = None
-        self._scorer = scorer
-        self.scorer = self._score_with_gold_ents if scorer is not None else None
 
-    @property
-    def cfg(self) -> Dict[str, Any]:
-        """The settings as a dict (read-only view; change them with `configure`)."""
-        return dataclasses.asdict(self.settings)
-
-    def configure(self, **changes: Any) -> None:
-        """Change settings, checked, here and in the pipeline's config (see `arbo_linker`)."""
-        self.settings = replace_settings(self.settings, changes, self.name)
-        store_in_config(self.nlp, self, changes)
+    def _settings_changed(self) -> None:
         self._check_window()
 
     # Knowledge base -------------------------------------------------------------------
@@ -337,9 +320,6 @@ class MultiCrossReranker(TrainablePipe):
             self.finish_update(sgd)
         return losses
 
-    def add_label(self, label: str) -> int:
-        raise NotImplementedError
-
     # Serialization ------------------------------------------------------------------------
     # Settings live in the pipeline's config; the KB is written only when this component owns
     # it (from a `kb_loader`), else the retriever before it holds the one copy.
@@ -367,11 +347,7 @@ class MultiCrossReranker(TrainablePipe):
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
         path = Path(path)
-        if (path / "cfg").exists():
-            # spacy-arbo 0.1 kept settings in `cfg` (they win, as then) and a copy of the KB.
-            settings = srsly.read_json(path / "cfg")
-            self.settings = replace_settings(self.settings, settings, self.name)
-            store_in_config(self.nlp, self, settings)
+        self._load_legacy_settings(path)  # spacy-arbo 0.1 also saved a copy of the KB
         deserializers = {
             "model": lambda p: self.model.from_disk(p),
             "kb": lambda p: self._load_kb(EntityStore.from_disk(p)) if p.exists() else None,

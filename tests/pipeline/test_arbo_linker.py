@@ -3,6 +3,8 @@ import pickle
 import numpy as np
 import pytest
 import spacy
+import srsly
+from spacy.tokens import Span
 from spacy.training import Example
 
 from spacy_arbo.encoders.templates import entity_inputs
@@ -167,3 +169,69 @@ def test_long_form_reads_a_defined_abbreviation_as_what_it_stands_for(toy_kb_dir
     plain = make_nlp(toy_kb_dir)
     assert [m.mention for m in plain.get_pipe("arbo_linker").mention_inputs(list(doc.ents))] == \
         ["Wilson disease", "WD", "WD"]
+
+
+def test_bytes_and_pickle_round_trips_give_identical_predictions(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, candidate_source="hybrid")
+    before = links(nlp.pipe(unlinked(nlp, toy_docs)))
+    copy = spacy.blank("en").from_config(nlp.config).from_bytes(nlp.to_bytes())
+    assert links(copy.pipe(unlinked(copy, toy_docs))) == before
+    unpickled = pickle.loads(pickle.dumps(nlp))
+    assert links(unpickled.pipe(unlinked(unpickled, toy_docs))) == before
+    # `exclude` is honoured: without its KB the component cannot link.
+    bare = spacy.blank("en").from_config(nlp.config)
+    bare.get_pipe("arbo_linker").from_bytes(nlp.get_pipe("arbo_linker").to_bytes(exclude=["kb", "indexes"]))
+    assert bare.get_pipe("arbo_linker").kb is None
+
+
+def test_settings_given_at_load_time_take_effect(tmp_path, toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p", config={"components": {"arbo_linker": {
+        "labels_discard": ["Modifier"], "top_k": 3, "index_aliases": True}}})
+    linker = loaded.get_pipe("arbo_linker")
+    assert linker.cfg["top_k"] == 3 and linker.cfg["labels_discard"] == ["Modifier"]
+    docs = unlinked(loaded, toy_docs)
+    docs[0].ents = [Span(docs[0], e.start, e.end, label="Modifier") if i == 0 else e
+                    for i, e in enumerate(docs[0].ents)]
+    linked = list(loaded.pipe(docs))
+    assert linked[0].ents[0].kb_id_ == "" and linked[0].ents[0]._.kb_candidates is None
+    assert all(len(e._.kb_candidates) == 3 for doc in linked for e in doc.ents if e.label_ != "Modifier")
+    # The saved index held names only: the alias vectors were encoded before first use.
+    assert len(linker.retriever.dense) == 6 + 11
+    with pytest.raises(ArboError, match="top_k takes a positive integer; got 0"):
+        spacy.load(tmp_path / "p", config={"components": {"arbo_linker": {"top_k": 0}}})
+
+
+def test_configure_persists_in_the_saved_config(tmp_path, toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.get_pipe("arbo_linker").configure(threshold=0.99, linking="clustering")
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p").get_pipe("arbo_linker")
+    assert loaded.cfg["threshold"] == 0.99 and loaded.cfg["linking"] == "clustering"
+
+
+def test_mentions_without_word_characters_are_not_linked(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    doc = make_doc(nlp, "Fever -- and ( ) coughing", [("Fever", ""), ("--", ""), ("( )", ""), ("coughing", "")],
+                   with_ids=False)
+    doc = nlp(doc)
+    assert [e.kb_id_ for e in doc.ents][1:3] == [NIL, NIL]
+    assert doc.ents[1]._.kb_candidates == [] and doc.ents[2]._.kb_candidates == []
+    assert all(e.kb_id_ != NIL and len(e._.kb_candidates) == 4 for e in (doc.ents[0], doc.ents[3]))
+
+
+def test_a_pipeline_saved_by_version_0_1_still_loads(tmp_path, toy_kb_dir, toy_docs):
+    """0.1 kept settings in `cfg` (winning over config.cfg) and the indexes beside the model."""
+    nlp = make_nlp(toy_kb_dir, candidate_source="hybrid")
+    before = links(nlp.pipe(unlinked(nlp, toy_docs)))
+    nlp.to_disk(tmp_path / "p")
+    component = tmp_path / "p" / "arbo_linker"
+    for name in ("index", "tfidf"):
+        (component / "indexes" / name).rename(component / name)
+    (component / "indexes").rmdir()
+    srsly.write_json(component / "cfg", {**nlp.get_pipe("arbo_linker").cfg, "threshold": 0.0})
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe("arbo_linker").cfg["threshold"] == 0.0
+    assert loaded.config["components"]["arbo_linker"]["threshold"] == 0.0
+    assert links(loaded.pipe(unlinked(loaded, toy_docs))) == before

@@ -1,0 +1,65 @@
+"""The part of a pipe that is the same for every spacy-arbo component: settings held as a
+frozen dataclass and kept in step with the pipeline's config, and the wrapped scorer."""
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+import srsly
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.vocab import Vocab
+from thinc.api import Model
+
+from ..settings import replace_settings, store_in_config
+from ..util import ArboError
+
+LEGACY_SETTINGS_FILE = "cfg"
+
+
+class ConfiguredPipe(TrainablePipe):
+    def __init__(self, vocab: Vocab, model: Model, name: str, *, nlp: Optional[Language], scorer: Optional[Callable],
+                 settings: Any) -> None:
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        # The pipeline it belongs to: its config keeps the settings that `configure` changes.
+        self.nlp = nlp
+        self.settings = settings
+        self._scorer = scorer
+        self.scorer = self._score_with_gold_ents if scorer is not None else None
+
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings as a dict (read-only view; change them with `configure`)."""
+        return dataclasses.asdict(self.settings)
+
+    def configure(self, **changes: Any) -> None:
+        """Change settings, checked, here and in the pipeline's config, so that a saved
+        pipeline keeps them (its config.cfg is where they live)."""
+        self.settings = replace_settings(self.settings, changes, self.name)
+        store_in_config(self.nlp, self, changes)
+        self._settings_changed()
+
+    def _settings_changed(self) -> None:
+        """What the component must redo when its settings change."""
+
+    def _score_with_gold_ents(self, examples, **kwargs) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def _load_legacy_settings(self, path: Path) -> bool:
+        """spacy-arbo 0.1 kept settings in a `cfg` file that won over the config: it still
+        does for such pipelines, and its values move into the config."""
+        file = path / LEGACY_SETTINGS_FILE
+        if not file.exists():
+            return False
+        try:
+            settings = srsly.read_json(file)
+        except ValueError as err:
+            raise ArboError(f"{file}: not a JSON settings file ({err}); re-save the pipeline.") from None
+        if not isinstance(settings, dict):
+            raise ArboError(f"{file}: expected a JSON object of settings; re-save the pipeline.")
+        self.configure(**settings)
+        return True
+
+    def add_label(self, label: str) -> int:
+        raise NotImplementedError
