@@ -122,6 +122,21 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
               f"({best_accuracy:.3f} < {retriever:.3f}): leave it out of the pipeline, or train it longer.")
 
 
+def tune_threshold_command(args: argparse.Namespace) -> None:
+    from .corpora import read_docbin
+    from .threshold import deciding_component, tune_threshold
+
+    nlp = load_pipeline(args.pipeline)
+    rows, best = tune_threshold(nlp, read_docbin(args.dev, nlp.vocab))
+    print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | nel_micro_f | accuracy@1 |\n|---:|---:|---:|")
+    for threshold, f, acc in rows:
+        print(f"| {'none' if threshold is None else f'{threshold:.4f}'} | {f:.4f} | {acc:.4f} |")
+    output = args.output or args.pipeline
+    with atomic_path(output) as tmp:
+        nlp.to_disk(tmp)
+    print(f"Wrote {output} with threshold = {best}")
+
+
 def evaluate_command(args: argparse.Namespace) -> None:
     import srsly
 
@@ -215,6 +230,12 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--weights", nargs="+", type=float, help="weights to try (default: 0 to 8)")
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
     cmd.set_defaults(func=tune_reranker_command)
+
+    cmd = commands.add_parser("tune-threshold", help="choose the NIL threshold on a dev set (best link F) and store it")
+    cmd.add_argument("pipeline", help="a pipeline whose last linking component gets the threshold")
+    cmd.add_argument("dev", help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
+    cmd.set_defaults(func=tune_threshold_command)
 
     cmd = commands.add_parser("evaluate", help="link the gold mentions of a .spacy file and score them")
     cmd.add_argument("pipeline")

@@ -9,7 +9,7 @@ from spacy.training import Example
 from .kb.entities import NIL
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
-from .scoring import RECALL_KS, MentionOutcome, accuracy, mention_outcomes, nil_prf, recall_at_k
+from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
 
 
 def gold_id_set(docs: Iterable[Doc]) -> Set[str]:
@@ -48,6 +48,7 @@ def evaluate_linking(
         metrics["accuracy_unseen"] = accuracy([o for o in linked if not seen(o)])
         metrics["n_seen"] = sum(seen(o) for o in linked)
         metrics["n_unseen"] = sum(not seen(o) for o in linked)
+    metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
     metrics.update(nil_prf(outcomes))
     clustered = [(e.kb_id_, p._.arbo_cluster) for pdoc, gdoc in zip(predicted, gold_docs)
                  for p, e in zip(pdoc.ents, gdoc.ents)

@@ -24,6 +24,8 @@ class MentionOutcome:
     gold: Tuple[str, ...]
     predicted: str
     candidates: Tuple[str, ...]
+    # The best candidate's score, None without candidates.
+    score: Optional[float] = None
 
     @property
     def gold_is_nil(self) -> bool:
@@ -62,6 +64,7 @@ def mention_outcomes(examples: Iterable[Example], candidates_attr: str = "kb_can
                 gold=gold_ids(gold.kb_id_),
                 predicted=pred.kb_id_ or NIL,
                 candidates=tuple(kb_id for kb_id, _ in candidates or ()),
+                score=candidates[0][1] if candidates else None,
             ))
     return outcomes
 

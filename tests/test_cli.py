@@ -154,7 +154,7 @@ def test_report_table_and_plot(tmp_path, capsys):
     assert main(["report", str(metrics), "--output", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
     assert "| retriever | 0.800 | - | 0.950 |" in text
-    assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | - | - | - | 2000.0 |" in text
+    assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | - | - | - | - | 2000.0 |" in text
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["report", str(tmp_path / "empty")]) == 1
 

@@ -1,0 +1,48 @@
+import pytest
+import spacy
+
+from spacy_arbo.cli import main
+from spacy_arbo.corpora import write_docbin
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.threshold import tune_threshold
+from spacy_arbo.util import ArboError
+
+from .conftest import TOY_TEXTS, make_doc
+from .util import make_nlp
+
+# Mentions of no KB entity: a threshold should send them to NIL.
+UNKNOWN = [("Patients with zorblax syndrome and quimbly fever.", [("zorblax syndrome", NIL), ("quimbly fever", NIL)]),
+           ("Xyloqua disease was reported.", [("Xyloqua disease", NIL)])]
+
+
+def dev_docs(nlp):
+    return [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS + UNKNOWN]
+
+
+def test_the_threshold_with_the_best_link_f_is_chosen_and_stored(tmp_path, toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    rows, best = tune_threshold(nlp, dev_docs(nlp))
+    assert rows[0][0] is None and len(rows) > 2
+    f_at = {threshold: f for threshold, f, _ in rows}
+    assert f_at[best] == max(f_at.values())
+    # The hashed encoder scores unknown words low: some threshold beats none here.
+    assert best is not None and f_at[best] > f_at[None]
+    assert nlp.get_pipe("arbo_linker").cfg["threshold"] == best
+    assert nlp.config["components"]["arbo_linker"]["threshold"] == best
+
+
+def test_cli_stores_the_threshold(tmp_path, toy_kb_dir, capsys):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "p")
+    write_docbin(dev_docs(nlp), tmp_path / "dev.spacy")
+    assert main(["tune-threshold", str(tmp_path / "p"), str(tmp_path / "dev.spacy"), "--output", str(tmp_path / "t")]) == 0
+    out = capsys.readouterr().out
+    assert "| none |" in out and "Wrote" in out
+    threshold = spacy.load(tmp_path / "t").get_pipe("arbo_linker").cfg["threshold"]
+    assert threshold is not None and f"threshold = {threshold}" in out
+    assert spacy.load(tmp_path / "p").get_pipe("arbo_linker").cfg["threshold"] is None
+
+
+def test_no_linking_component_is_an_error():
+    with pytest.raises(ArboError, match="no arbo_linker or multi_cross_reranker"):
+        tune_threshold(spacy.blank("en"), [])
