@@ -28,6 +28,8 @@ def discover_entities(
     for index, (doc, gold_doc) in enumerate(zip(docs, gold_docs)):
         doc_id = gold_doc.user_data.get("doc_id", index)
         for ent, gold_ent in zip(doc.ents, gold_doc.ents):
+            if ent._.arbo_cluster is None:
+                continue  # not linked (no word character, or a discarded label): in no cluster
             if gold_ent.kb_id_ and gold_ent.kb_id_ != NIL:
                 gold.append(gold_ent.kb_id_)
                 predicted.append(ent._.arbo_cluster)

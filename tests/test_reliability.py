@@ -1,7 +1,9 @@
 """Reliability (issue #15): no hang with worker processes, one-line errors for bad files and
 settings, and outputs that a killed write leaves intact."""
+import json
 import os
 import re
+import select
 import subprocess
 import sys
 import textwrap
@@ -17,7 +19,7 @@ from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError, atomic_path, clean_stale_temps
 
 from .conftest import TOY_ENTITIES
-from .util import make_nlp
+from .util import links, make_nlp, unlinked
 
 ROOT = Path(__file__).resolve().parents[1]
 HASHED_MODEL = {
@@ -244,33 +246,129 @@ def test_clean_stale_temps_puts_back_an_output_left_aside(tmp_path):
     assert (target / "entities.msgpack").read_text() == "old"
 
 
-# A `python -m spacy_arbo build-kb` killed (os._exit, no cleanup) just before its N-th
-# file-system step: every point of the write is tried, not a sample.
-KILL_SCRIPT = """
-    import atexit, os, runpy, shutil, sys
+# Kill points ----------------------------------------------------------------------------
+# A command killed (os._exit, no cleanup) just before its N-th file-system step: a folder
+# made, a file opened for writing, a faiss index written, a rename, a tree removed. Every
+# point of the write is tried, not a sample. Commands run in forks of one interpreter that
+# imported spacy_arbo once, so a kill costs the command, not the two seconds of imports.
+KILL_SERVER = """
+    import builtins, io, json, os, runpy, shutil, sys, textwrap, traceback
 
-    import srsly
+    import faiss
 
-    kill_at, steps = int(sys.argv[1]), [0]
+    import spacy_arbo.cli
+    import spacy_arbo.pipeline.arbo_linker
 
-    def killing(owner, name):
-        real = getattr(owner, name)
+    def kill_at_step(kill_at, steps):
+        def counted(owner, name, writes_only):
+            real = getattr(owner, name)
 
-        def step(*args, **kwargs):
-            steps[0] += 1
-            if steps[0] == kill_at:
-                os._exit(70)
-            return real(*args, **kwargs)
+            def step(*args, **kwargs):
+                mode = args[1] if len(args) > 1 else kwargs.get("mode", "r")
+                if not writes_only or set(str(mode)) & set("wax+"):
+                    steps[0] += 1
+                    if steps[0] == kill_at:
+                        os._exit(70)
+                return real(*args, **kwargs)
 
-        setattr(owner, name, step)
+            setattr(owner, name, step)
 
-    for owner, name in [(os, "mkdir"), (os, "replace"), (shutil, "rmtree"),
-                        (srsly, "write_msgpack"), (srsly, "write_json")]:
-        killing(owner, name)
-    atexit.register(lambda: print("steps", steps[0]))
-    sys.argv = ["spacy_arbo", "build-kb", *sys.argv[2:]]
-    runpy.run_module("spacy_arbo", run_name="__main__")
+        for owner, name in [(os, "mkdir"), (os, "replace"), (os, "rename"), (shutil, "rmtree"),
+                            (faiss, "write_index")]:
+            counted(owner, name, False)
+        for owner in (io, builtins):
+            counted(owner, "open", True)
+
+    def run(command):
+        kind, target, *args = command
+        sys.argv = [target, *args]
+        try:
+            if kind == "-m":
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                exec(textwrap.dedent(target), {"__name__": "__main__"})
+        except SystemExit as exit:
+            return exit.code or 0
+        except BaseException:
+            traceback.print_exc()
+            return 1
+        return 0
+
+    for request in sys.stdin:
+        kill_at, command = json.loads(request)
+        report, reported = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            steps = [0]
+            kill_at_step(kill_at, steps)
+            code = run(command)
+            sys.stderr.flush()
+            os.write(reported, str(steps[0]).encode())
+            os._exit(code)
+        os.close(reported)
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(report) as steps:
+            print(json.dumps([os.waitstatus_to_exitcode(status), int(steps.read() or 0)]), flush=True)
 """
+
+
+class KillServer:
+    """Runs `-m MODULE ARGS...` or `-c CODE ARGS...` killed at a chosen file-system step."""
+
+    def __init__(self, log: Path, timeout: float = 120):
+        self.log, self.timeout = log, timeout
+        with log.open("w") as stderr:
+            self.process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(KILL_SERVER)], cwd=ROOT,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
+
+    def run(self, kill_at: int, *command: str) -> tuple:
+        """(exit code, steps taken): 70 when killed before step `kill_at` (0: never)."""
+        self.process.stdin.write(json.dumps([kill_at, command]) + "\n")
+        self.process.stdin.flush()
+        if not select.select([self.process.stdout], [], [], self.timeout)[0]:
+            self.process.kill()
+            pytest.fail(f"{command[:3]} killed at step {kill_at} hung:\n{self.log.read_text()[-3000:]}")
+        line = self.process.stdout.readline()
+        assert line, f"the kill server died:\n{self.log.read_text()[-3000:]}"
+        return tuple(json.loads(line))
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def kill_server(tmp_path):
+    server = KillServer(tmp_path / "kill-server.log")
+    yield server
+    server.close()
+
+
+def kill_at_every_step(server: KillServer, command: tuple, output: Path, write_old, version) -> int:
+    """Kill `command`, which writes the new version of `output` over the old one that
+    `write_old()` writes, at each of its steps. After every kill `output` is the old or the
+    new version (`version(output)` says which, and fails on anything else), and the next
+    write leaves nothing else beside it. Returns the number of steps."""
+    write_old()
+    code, n_steps = server.run(0, *command)
+    assert code == 0, server.log.read_text()[-3000:]
+    assert version(output) == "new"
+    write_old()
+    outcomes = set()
+    for kill_at in range(1, n_steps + 1):
+        code, _ = server.run(kill_at, *command)
+        assert code == 70, (kill_at, server.log.read_text()[-3000:])
+        if not output.exists():
+            # Killed between moving the old output aside and the new one in: the next
+            # write puts the old one back.
+            clean_stale_temps(output)
+        outcomes.add(version(output))
+        write_old()
+        assert [p.name for p in output.parent.iterdir()] == [output.name], kill_at
+    assert version(output) == "old"
+    assert outcomes == {"old", "new"}
+    return n_steps
 
 
 def write_kb_source(path: Path, n: int) -> list:
@@ -279,29 +377,86 @@ def write_kb_source(path: Path, n: int) -> list:
     return store.ids
 
 
-def test_build_kb_killed_at_any_point_leaves_a_loadable_kb(tmp_path):
-    old_ids = write_kb_source(tmp_path / "old.jsonl", 3)
-    new_ids = write_kb_source(tmp_path / "new.jsonl", 6)
+def test_build_kb_killed_at_any_point_leaves_a_loadable_kb(tmp_path, kill_server):
+    ids = {"old": write_kb_source(tmp_path / "old.jsonl", 3), "new": write_kb_source(tmp_path / "new.jsonl", 6)}
     kb = tmp_path / "out" / "kb"
-    assert main(["build-kb", str(tmp_path / "old.jsonl"), str(kb)]) == 0
-    finished = run_python(KILL_SCRIPT, "0", str(tmp_path / "new.jsonl"), str(kb))
-    assert finished.returncode == 0, finished.stderr[-3000:]
-    n_steps = int(finished.stdout.split("steps")[-1])
-    assert n_steps >= 6 and EntityStore.from_disk(kb).ids == new_ids
-    assert main(["build-kb", str(tmp_path / "old.jsonl"), str(kb)]) == 0
-    outcomes = set()
-    for kill_at in range(1, n_steps + 1):
-        result = run_python(KILL_SCRIPT, str(kill_at), str(tmp_path / "new.jsonl"), str(kb))
-        assert result.returncode == 70, (kill_at, result.stderr[-3000:])
-        if not kb.exists():
-            # Killed between moving the old KB aside and the new one in: the next
-            # write puts the old one back.
-            clean_stale_temps(kb)
-        ids = EntityStore.from_disk(kb).ids
-        assert ids in (old_ids, new_ids), kill_at
-        outcomes.add("new" if ids == new_ids else "old")
-        # The next run cleans what the killed one left and writes the KB again.
+
+    def version(path: Path) -> str:
+        return {tuple(v): k for k, v in ids.items()}[tuple(EntityStore.from_disk(path).ids)]
+
+    def write_old() -> None:
         assert main(["build-kb", str(tmp_path / "old.jsonl"), str(kb)]) == 0
-        assert [p.name for p in kb.parent.iterdir()] == ["kb"], kill_at
-        assert EntityStore.from_disk(kb).ids == old_ids
-    assert outcomes == {"old", "new"}
+
+    n_steps = kill_at_every_step(kill_server, ("-m", "spacy_arbo", "build-kb", str(tmp_path / "new.jsonl"), str(kb)),
+                                 kb, write_old, version)
+    assert n_steps >= 6
+
+
+# A saved pipeline written over by `configure` or by `nlp.to_disk` through atomic_path.
+
+TO_DISK_SCRIPT = """
+    import sys
+
+    import spacy
+
+    from spacy_arbo.util import atomic_path
+
+    nlp = spacy.load(sys.argv[1])
+    linker = nlp.get_pipe("arbo_linker")
+    linker.configure(threshold=0.5, index_aliases=True)
+    linker.ensure_fresh()
+    with atomic_path(sys.argv[2]) as tmp:
+        nlp.to_disk(tmp)
+"""
+
+
+@pytest.fixture
+def pipeline_versions(tmp_path, toy_kb_dir, toy_docs):
+    """A saved source pipeline, and `version(path)`: whether a saved pipeline is the source
+    ("old": no threshold, names-only index) or the source with threshold 0.5 ("new", with
+    `index_aliases` when `aliases`), judged by its config, its component, its index and its
+    links, which must all agree."""
+    nlp = make_nlp(toy_kb_dir, candidate_source="hybrid")
+    nlp.to_disk(tmp_path / "source")
+    docs = unlinked(nlp, toy_docs)
+    expected = {}
+    for name, changes in [("old", {}), ("new", {"threshold": 0.5}), ("new", {"threshold": 0.5, "index_aliases": True})]:
+        nlp.get_pipe("arbo_linker").configure(**changes)
+        expected[tuple(sorted(changes.items()))] = (name, links(nlp.pipe(docs)))
+
+    def version(path: Path) -> str:
+        loaded = spacy.load(path)
+        linker = loaded.get_pipe("arbo_linker")
+        settings = {"threshold": linker.settings.threshold, "index_aliases": linker.settings.index_aliases}
+        assert {k: loaded.config["components"]["arbo_linker"][k] for k in settings} == settings
+        assert not linker._stale and len(linker.retriever.dense) == (17 if settings["index_aliases"] else 6)
+        changes = tuple(sorted((k, v) for k, v in settings.items() if v not in (None, False)))
+        name, want = expected[changes]
+        assert links(loaded.pipe(unlinked(loaded, toy_docs))) == want
+        return name
+
+    return tmp_path / "source", version
+
+
+def test_configure_killed_at_any_point_leaves_a_loadable_pipeline(tmp_path, kill_server, pipeline_versions):
+    source, version = pipeline_versions
+    out = tmp_path / "out" / "pipeline"
+
+    def write_old() -> None:
+        assert main(["configure", str(source), str(out)]) == 0
+
+    command = ("-m", "spacy_arbo", "configure", str(source), str(out), "--set", "threshold=0.5")
+    assert kill_at_every_step(kill_server, command, out, write_old, version) >= 20
+
+
+def test_to_disk_killed_at_any_point_leaves_a_loadable_pipeline(tmp_path, kill_server, pipeline_versions):
+    source, version = pipeline_versions
+    out = tmp_path / "out" / "pipeline"
+
+    def write_old() -> None:
+        nlp = spacy.load(source)
+        with atomic_path(out) as tmp:
+            nlp.to_disk(tmp)
+
+    command = ("-c", TO_DISK_SCRIPT, str(source), str(out))
+    assert kill_at_every_step(kill_server, command, out, write_old, version) >= 20
