@@ -87,6 +87,9 @@ class EntityRetriever:
         self.settings = settings
         self.dense: Optional[FaissIndex] = None
         self.tfidf: Optional[TfidfAliasIndex] = None
+        # One vector per entity (its name text) from the last refresh, for training objectives
+        # that score negatives without encoding them.
+        self.entity_vectors: Optional[np.ndarray] = None
         self._entity_inputs: Optional[List[EntityInput]] = None
         self._alias_pairs: Optional[List[Tuple[str, int]]] = None
 
@@ -97,6 +100,7 @@ class EntityRetriever:
         self.settings = settings
         if texts_changed:
             self._entity_inputs = None
+            self.entity_vectors = None
         return texts_changed
 
     # Entity texts and vectors ---------------------------------------------------------
@@ -133,6 +137,7 @@ class EntityRetriever:
         started = time.perf_counter()
         inputs, owners = self.entity_texts()
         vectors = encode(inputs)
+        self.entity_vectors = vectors[: len(self.kb)]
         self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
         logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)

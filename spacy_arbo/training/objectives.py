@@ -37,9 +37,20 @@ class TrainingState:
     def entity_inputs(self) -> List[EntityInput]:
         return self.retriever.entity_inputs()
 
-    def embed_entities(self, rows: np.ndarray) -> torch.Tensor:
+    def embed_entities(self, rows: np.ndarray, cached_except: Optional[np.ndarray] = None) -> torch.Tensor:
+        """Entity vectors of `rows`, encoded with gradient; with `cached_except`, only those
+        rows are encoded and the others come from the last refresh (no gradient)."""
         inputs = self.entity_inputs
-        return self.module.embed_entities([inputs[r] for r in rows])
+        if cached_except is None:
+            return self.module.embed_entities([inputs[r] for r in rows])
+        cache = self.retriever.entity_vectors
+        if cache is None:
+            raise ArboError("Cached negatives need the entity vectors of a refresh; none was made.")
+        fresh = np.isin(rows, cached_except)
+        encoded = self.module.embed_entities([inputs[r] for r in rows[fresh]])
+        cached = torch.as_tensor(cache[rows[~fresh]], device=encoded.device, dtype=encoded.dtype)
+        order = np.argsort(np.concatenate([np.flatnonzero(fresh), np.flatnonzero(~fresh)]), kind="stable")
+        return torch.cat([encoded, cached])[torch.as_tensor(order, device=encoded.device)]
 
     def nearest_entities(self, vectors: np.ndarray, k: int) -> np.ndarray:
         """(n, k) entity rows by decreasing score, distinct per row, -1 padded."""
@@ -81,6 +92,7 @@ class Objective:
 
     uses_index = False
     uses_corpus_vectors = False
+    cached_negatives = False
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
         raise NotImplementedError
@@ -89,7 +101,9 @@ class Objective:
 class EntityEdges(Objective):
     """Objectives over (mention, entity) edges only: choose negative entities, embed them
     with the gold ones, score. Split in two steps so FGSM can re-score the same edges
-    with perturbed entity inputs."""
+    with perturbed entity inputs. With `cached_negatives`, negatives are scored against
+    the entity vectors of the last refresh: the entity tower then encodes (and back-
+    propagates through) only the gold entities, the bulk of an update's cost otherwise."""
 
     def negatives(self, state: TrainingState, batch: TrainingBatch, query: np.ndarray) -> np.ndarray:
         """(B, K) negative entity rows, -1 padded."""
@@ -110,7 +124,8 @@ class EntityEdges(Objective):
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
         mentions, rows, gold, negatives = self.edges(state, batch)
-        return self.edge_loss(state, mentions, state.embed_entities(rows), gold, negatives)
+        entities = state.embed_entities(rows, cached_except=batch.gold_rows if self.cached_negatives else None)
+        return self.edge_loss(state, mentions, entities, gold, negatives)
 
 
 class InBatch(EntityEdges):
@@ -129,6 +144,7 @@ class HardNegatives(EntityEdges):
 
     k: int = 10
     max_negatives: int = 16
+    cached_negatives: bool = False
     memory: Dict[int, List[int]] = field(default_factory=dict)
     uses_index = True
 
@@ -226,6 +242,7 @@ class Proxy(EntityEdges):
     negatives_from: str = "mixed"
     p: float = 0.5
     k: int = 16
+    cached_negatives: bool = False
 
     @property
     def uses_index(self) -> bool:
@@ -289,8 +306,8 @@ def make_in_batch() -> Objective:
 
 
 @registry.losses("spacy_arbo.hard_negatives.v1")
-def make_hard_negatives(k: int = 10, max_negatives: int = 16) -> Objective:
-    return HardNegatives(k=k, max_negatives=max_negatives)
+def make_hard_negatives(k: int = 10, max_negatives: int = 16, cached_negatives: bool = False) -> Objective:
+    return HardNegatives(k=k, max_negatives=max_negatives, cached_negatives=cached_negatives)
 
 
 @registry.losses("spacy_arbo.arborescence.v1")
@@ -299,8 +316,11 @@ def make_arborescence(variant: str = "full", k: int = 8, max_cluster_size: int =
 
 
 @registry.losses("spacy_arbo.proxy.v1")
-def make_proxy(alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed", p: float = 0.5, k: int = 16) -> Objective:
-    return Proxy(alpha=alpha, delta=delta, negatives_from=negatives, p=p, k=k)
+def make_proxy(
+    alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed", p: float = 0.5, k: int = 16,
+    cached_negatives: bool = False,
+) -> Objective:
+    return Proxy(alpha=alpha, delta=delta, negatives_from=negatives, p=p, k=k, cached_negatives=cached_negatives)
 
 
 @registry.losses("spacy_arbo.fgsm.v1")
@@ -311,4 +331,6 @@ def make_fgsm(base: Optional[Objective] = None, epsilon: float = 0.01, lam: floa
     base = Proxy() if base is None else base
     if not isinstance(base, EntityEdges):
         raise ArboError("fgsm wraps an objective over (mention, entity) edges: in_batch, hard_negatives or proxy.")
+    if base.cached_negatives:
+        raise ArboError("fgsm perturbs the negatives' inputs, so it needs them encoded: set cached_negatives = false.")
     return Adversarial(base, epsilon=epsilon, lam=lam)

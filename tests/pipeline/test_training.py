@@ -21,6 +21,8 @@ OBJECTIVES = {
     "fgsm_proxy": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.01,
                    "base": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4}},
     "fgsm_in_batch": {"@losses": "spacy_arbo.fgsm.v1", "base": {"@losses": "spacy_arbo.in_batch.v1"}},
+    "hard_negatives_cached": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "cached_negatives": True},
+    "proxy_mixed_cached": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4, "cached_negatives": True},
 }
 
 
@@ -57,6 +59,40 @@ def test_fgsm_needs_an_entity_edge_objective(toy_kb_dir):
 
     with pytest.raises(ArboError, match="fgsm wraps an objective over"):
         train_toy(toy_kb_dir, {"@losses": "spacy_arbo.fgsm.v1", "base": OBJECTIVES["arborescence_full"]}, steps=1)
+
+
+@pytest.mark.parametrize("name", ["hard_negatives", "proxy_mixed"])
+def test_cached_negatives_give_the_same_loss_while_the_cache_is_current(toy_kb_dir, name):
+    """Right after a refresh, negatives from the cache score as if they were encoded."""
+    import numpy as np
+    import torch
+    from spacy.util import registry
+
+    from spacy_arbo.torch_model import get_module
+    from spacy_arbo.training.mentions import TrainingBatch
+    from spacy_arbo.training.objectives import TrainingState
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=2)
+    linker = nlp.get_pipe("arbo_linker")
+    linker.refresh_index(progress=False)
+    module = get_module(linker.model).eval()
+    spans = [e for d in gold for e in d.ents]
+    batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
+                          np.full(len(spans), -1))
+    losses = []
+    for cached in (False, True):
+        objective = registry.resolve({"o": {**OBJECTIVES[name], "cached_negatives": cached}})["o"]
+        state = TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0))
+        losses.append(objective(state, batch))
+    torch.testing.assert_close(losses[0], losses[1], rtol=1e-4, atol=1e-5)
+
+
+def test_fgsm_refuses_cached_negatives(toy_kb_dir):
+    from spacy_arbo.util import ArboError
+
+    base = {**OBJECTIVES["proxy_random"], "cached_negatives": True}
+    with pytest.raises(ArboError, match="set cached_negatives = false"):
+        train_toy(toy_kb_dir, {"@losses": "spacy_arbo.fgsm.v1", "base": base}, steps=1)
 
 
 def test_fgsm_attack_increases_the_base_loss(toy_kb_dir):

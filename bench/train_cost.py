@@ -1,0 +1,132 @@
+"""What a retriever update costs, and what the same wall-clock budget buys: today's
+`configs/retriever.cfg` against cheaper settings, side by side in one process, on NCBI
+Disease train/dev + CTD.
+
+    python bench/train_cost.py [--data DIR] [--budget-minutes 10] [--eval-minutes 2.5 5 10]
+        [--variants today cached] [--output bench_train_cost.json]
+
+Each variant trains from the same seed on the same batches for the same training time
+(evaluations and their KB refreshes are not counted), and is scored on dev at each of
+`--eval-minutes`. Printed per variant: seconds per update, mention-updates per second, KB
+texts encoded per second in its refreshes, and dev recall@1 / @64 at each budget.
+"""
+import argparse
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from spacy.training.initialize import init_nlp
+from spacy.util import fix_random_seed, load_config, registry
+
+from spacy_arbo.corpora import convert_corpus, write_docbin
+from spacy_arbo.evaluation import evaluate_linking
+from spacy_arbo.kb.readers import read_kb
+
+ROOT = Path(__file__).resolve().parents[1]
+# Config overrides per variant; "today" is configs/retriever.cfg as shipped.
+VARIANTS: Dict[str, Dict[str, Any]] = {
+    "today": {},
+    "cached": {"components.arbo_linker.objective.cached_negatives": True},
+}
+
+
+def prepare(data: Path, work: Path) -> Dict[str, Path]:
+    """The KB store and train/dev DocBins, made once in `work`."""
+    paths = {"kb": work / "kb", "train": work / "train.spacy", "dev": work / "dev.spacy"}
+    if not paths["kb"].exists():
+        read_kb(data / "ctd" / "CTD_diseases_2017-06-06.tsv.gz", "ctd").to_disk(paths["kb"])
+    from spacy_arbo.kb.store import EntityStore
+
+    kb = EntityStore.from_disk(paths["kb"])
+    for split, name in (("train", "NCBItrainset_corpus.txt"), ("dev", "NCBIdevelopset_corpus.txt")):
+        if not paths[split].exists():
+            docs, _ = convert_corpus(data / "ncbi_disease" / name, kb=kb)
+            write_docbin(docs, paths[split])
+    return paths
+
+
+def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], budgets: List[float],
+                seed: int) -> Dict[str, Any]:
+    config = load_config(ROOT / "configs" / "retriever.cfg", overrides={
+        "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]), "paths.kb": str(paths["kb"]),
+        "system.seed": seed, "training.seed": seed, **overrides,
+    })
+    fix_random_seed(seed)
+    nlp = init_nlp(config)
+    linker = nlp.get_pipe("arbo_linker")
+    filled = nlp.config.interpolate()
+    resolved = registry.resolve(filled["training"])
+    optimizer, batcher = resolved["optimizer"], resolved["batcher"]
+    train_corpus = registry.resolve(filled["corpora"])["train"]
+    from spacy_arbo.corpora import read_docbin
+
+    dev_docs = read_docbin(paths["dev"], nlp.vocab)
+    refresh_texts, refresh_seconds = [], []
+    original_refresh = linker.refresh_index
+
+    def timed_refresh(progress: bool = True) -> None:
+        started = time.perf_counter()
+        original_refresh(progress=False)
+        refresh_seconds.append(time.perf_counter() - started)
+        refresh_texts.append(len(linker.retriever.entity_texts()[0]))
+
+    linker.refresh_index = timed_refresh
+    trained, updates, mentions, results = 0.0, 0, 0, []
+    pending = sorted(budgets)
+    examples = list(train_corpus(nlp))
+    while pending:
+        random.shuffle(examples)  # per epoch, as spacy train does; seeded above
+        for batch in batcher(examples):
+            started = time.perf_counter()
+            nlp.update(batch, sgd=optimizer, drop=float(filled["training"]["dropout"]))
+            trained += time.perf_counter() - started
+            updates += 1
+            mentions += sum(len(eg.reference.ents) for eg in batch)
+            if trained >= pending[0] * 60:
+                metrics = evaluate_linking(nlp, dev_docs)
+                results.append({"minutes": pending.pop(0), "updates": updates, "recall@1": metrics["recall@1"],
+                                "recall@64": metrics["recall@64"]})
+                print(f"  {name}: {results[-1]}", flush=True)
+                if not pending:
+                    break
+    return {
+        "variant": name, "overrides": overrides, "updates": updates, "train_seconds": trained,
+        "seconds_per_update": trained / updates, "mention_updates_per_second": mentions / trained,
+        "kb_texts_per_second": sum(refresh_texts) / sum(refresh_seconds) if refresh_seconds else None,
+        "dev": results,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    default_data = os.environ.get("SPACY_ARBO_DATA", str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--data", default=default_data)
+    parser.add_argument("--work", default="bench_work", help="where the KB and DocBins are made (reused)")
+    parser.add_argument("--eval-minutes", nargs="+", type=float, default=[2.5, 5.0, 10.0])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", default="bench_train_cost.json")
+    args = parser.parse_args()
+    paths = prepare(Path(args.data), Path(args.work))
+    rows = []
+    for name in args.variants:
+        print(f"{name}: training for {max(args.eval_minutes):g} minutes", flush=True)
+        rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed))
+    base = next((row for row in rows if row["variant"] == "today"), rows[0])
+    print("\n| variant | s/update | mention-updates/s | KB texts/s | "
+          + " | ".join(f"R@1 / R@64 at {m:g} min" for m in sorted(args.eval_minutes)) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(args.eval_minutes))
+    for row in rows:
+        speed = f"{row['seconds_per_update']:.2f} ({base['seconds_per_update'] / row['seconds_per_update']:.2f}x)"
+        texts = "-" if row["kb_texts_per_second"] is None else f"{row['kb_texts_per_second']:.0f}"
+        dev = " | ".join(f"{r['recall@1']:.3f} / {r['recall@64']:.3f} ({r['updates']} upd.)" for r in row["dev"])
+        print(f"| {row['variant']} | {speed} | {row['mention_updates_per_second']:.1f} | {texts} | {dev} |")
+    Path(args.output).write_text(json.dumps(rows, indent=2))
+    print(f"Wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
