@@ -185,6 +185,13 @@ def fetch_assets_command(args: argparse.Namespace) -> None:
         print(line)
 
 
+def _add_setting_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
+    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
+                     help="add this corpus's gold mentions as anchors for transductive clustering")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spacy_arbo", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -218,10 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
     cmd.add_argument("pipeline")
     cmd.add_argument("output")
-    cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
-                     help=f"arbo_linker setting ({', '.join(LINKER_SETTINGS)})")
-    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
-                     help="store this corpus's gold mentions as anchors for transductive clustering")
+    _add_setting_arguments(cmd)
     cmd.set_defaults(func=configure_command)
 
     cmd = commands.add_parser("tune-reranker", help="choose the reranker's retrieval_weight on a dev set and store it")
@@ -242,10 +246,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
     cmd.add_argument("--output", help="write the metrics as JSON here")
-    cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
-                     help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
-    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
-                     help="cluster transductively: add this corpus's gold mentions as anchors")
+    _add_setting_arguments(cmd)
     cmd.set_defaults(func=evaluate_command)
 
     cmd = commands.add_parser("discover", help="cluster a corpus and propose its NIL clusters as new KB entries")
@@ -253,8 +254,7 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("data", help=".spacy DocBin")
     cmd.add_argument("--output", default="new_entities.jsonl")
     cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
-    cmd.add_argument("--set", action="append", metavar="KEY=VALUE", help="arbo_linker settings, as for evaluate")
-    cmd.add_argument("--anchors-from", metavar="TRAIN.spacy", help="as for evaluate")
+    _add_setting_arguments(cmd)
     cmd.set_defaults(func=discover_command)
 
     cmd = commands.add_parser("report", help="results table (markdown) and recall@k plot from evaluate JSON files")

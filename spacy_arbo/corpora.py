@@ -4,7 +4,6 @@ Every gold mention becomes an entity in `doc.ents` whose `kb_id_` is the gold id
 the KB spells it (`NIL` when it has none or the KB lacks it), inside sentence
 boundaries that never cut a mention, so that linkers can read context sentence by sentence.
 """
-import json
 from itertools import islice
 import re
 from collections import Counter
@@ -24,7 +23,7 @@ from spacy.util import filter_spans, registry
 
 from .kb.entities import NIL, normalize_id
 from .kb.store import EntityStore
-from .util import ArboError, PathLike, atomic_path, read_lines
+from .util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 
 CORPUS_FORMATS = ("auto", "pubtator", "blink")
 # Gold ids that mean "this mention has no concept" in PubTator corpora.
@@ -224,16 +223,7 @@ def _optional_id(record: Dict, keys: Sequence[str], where: str) -> Optional[str]
 def read_blink_jsonl(path: PathLike) -> Iterator[BlinkMention]:
     """Read BLINK/arboEL mention JSONL: one mention and its context window per line."""
     path = Path(path)
-    for number, line in read_lines(path):
-        where = f"{path}:{number}"
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ArboError(f"{where}: invalid JSON ({err.msg}).") from None
-        if not isinstance(record, dict):
-            raise ArboError(f"{where}: expected a JSON object.")
+    for number, where, record in read_json_objects(path):
         for key in ("context_left", "mention", "context_right"):
             if not isinstance(record.get(key), str):
                 raise ArboError(f"{where}: missing or non-string field '{key}'.")

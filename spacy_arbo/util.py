@@ -3,12 +3,13 @@ import contextlib
 import glob
 import gzip
 import hashlib
+import json
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator, Tuple, Union
+from typing import Any, Dict, Iterator, Tuple, Union
 
 PathLike = Union[str, Path]
 
@@ -111,6 +112,22 @@ def read_lines(path: Path) -> Iterator[Tuple[int, str]]:
                 yield number, line.rstrip("\n").rstrip("\r")
     except (OSError, EOFError, UnicodeDecodeError) as err:
         raise ArboError(f"{path}: cannot read ({err}).") from None
+
+
+def read_json_objects(path: Path) -> Iterator[Tuple[int, str, Dict[str, Any]]]:
+    """(line number, `path:line`, record) for each non-blank line of a JSONL file, each
+    a JSON object."""
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ArboError(f"{where}: invalid JSON ({err.msg}).") from None
+        if not isinstance(record, dict):
+            raise ArboError(f"{where}: expected a JSON object.")
+        yield number, where, record
 
 
 def file_sha256(path: Path) -> str:

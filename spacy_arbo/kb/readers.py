@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Callable, Dict, Iterator, Tuple
 
-from ..util import ArboError, PathLike, atomic_path, read_lines
+from ..util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 from .entities import Entity, normalize_id
 from .store import EntityStore
 
@@ -57,16 +57,7 @@ def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
     """scispacy JSONL; ids are normalised as in the CTD reader, so `D008107` and
     `MESH:D008107` name one entity (read_kb rejects the second as a duplicate)."""
     path = Path(path)
-    for number, line in read_lines(path):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ArboError(f"{where}: invalid JSON ({err.msg}).") from None
-        if not isinstance(record, dict):
-            raise ArboError(f"{where}: expected a JSON object.")
+    for number, where, record in read_json_objects(path):
         concept_id = _text_field(record, "concept_id", where, allow_int=True)
         name = _text_field(record, "canonical_name", where)
         for key in ("aliases", "types", "alt_ids"):

@@ -174,8 +174,6 @@ class ArboLinker(ConfiguredPipe):
         return None if self.retriever is None else self.retriever.kb
 
     def set_kb(self, kb: EntityStore) -> None:
-        if not len(kb):
-            raise ArboError(f"{self.name}: the KB is empty.")
         self.retriever = EntityRetriever(kb, self.settings)
         self._stale = True
 
@@ -202,22 +200,12 @@ class ArboLinker(ConfiguredPipe):
         if self.settings.uses_dense and (self._stale or retriever.dense is None):
             self.refresh_index()
 
-    def initialize(
-        self,
-        get_examples: Callable[[], Iterable[Example]],
-        *,
-        nlp: Optional[Language] = None,
-        kb_loader: Optional[Callable[[Vocab], EntityStore]] = None,
-    ) -> None:
-        self.nlp = nlp if nlp is not None else self.nlp
-        if kb_loader is not None:
-            self.set_kb(kb_loader(self.vocab))
-        retriever = self._require_retriever()
-        examples = list(get_examples()) if get_examples is not None else []
-        if examples:
-            validate_examples(examples, f"{self.name}.initialize")
+    def _require_kb(self) -> EntityStore:
+        return self._require_retriever().kb
+
+    def _initialize(self, examples: List[Example]) -> None:
         self.set_training_mentions(eg.reference for eg in examples)
-        self.model.initialize()
+        retriever = self._require_retriever()
         kb_dir = retriever.kb.path
         if self.settings.uses_dense:
             if kb_dir and retriever.load_prebuilt(kb_dir, self._encoder_fingerprint()):

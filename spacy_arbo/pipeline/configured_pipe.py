@@ -2,14 +2,16 @@
 frozen dataclass and kept in step with the pipeline's config, and the wrapped scorer."""
 import dataclasses
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
+from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from ..kb.store import EntityStore
 from ..settings import replace_settings, store_in_config
 from ..util import ArboError
 
@@ -42,6 +44,36 @@ class ConfiguredPipe(TrainablePipe):
 
     def _settings_changed(self) -> None:
         """What the component must redo when its settings change."""
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        kb_loader: Optional[Callable[[Vocab], EntityStore]] = None,
+    ) -> None:
+        """`kb_loader` (spaCy's name) gives the component its KB, e.g. `spacy_arbo.KBFromDir.v1`."""
+        self.nlp = nlp if nlp is not None else self.nlp
+        if kb_loader is not None:
+            kb = kb_loader(self.vocab)
+            if not len(kb):
+                raise ArboError(f"{self.name}: the KB is empty.")
+            self.set_kb(kb)
+        self._require_kb()
+        examples = list(get_examples()) if get_examples is not None else []
+        if examples:
+            validate_examples(examples, f"{self.name}.initialize")
+        self.model.initialize()
+        self._initialize(examples)
+
+    def set_kb(self, kb: EntityStore) -> None:
+        raise NotImplementedError
+
+    def _require_kb(self) -> EntityStore:
+        raise NotImplementedError
+
+    def _initialize(self, examples: List[Example]) -> None:
+        """What the component prepares once its KB and model are ready."""
 
     def _score_with_gold_ents(self, examples, **kwargs) -> Dict[str, Any]:
         raise NotImplementedError

@@ -2,7 +2,6 @@
 `span._.kb_candidates` with a cross-encoder that reads many (mention, candidate) pairs
 per transformer pass (multi cross-encoder paper, 4.2), and makes the final link."""
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -162,24 +161,12 @@ class MultiCrossReranker(ConfiguredPipe):
             before.append((name, proc))
         return []
 
-    def initialize(
-        self,
-        get_examples: Callable[[], Iterable[Example]],
-        *,
-        nlp: Optional[Language] = None,
-        kb_loader: Optional[Callable[[Vocab], EntityStore]] = None,
-    ) -> None:
-        self.nlp = nlp if nlp is not None else self.nlp
-        if kb_loader is not None:
-            kb = kb_loader(self.vocab)
-            if not len(kb):
-                raise ArboError(f"{self.name}: the KB is empty.")
-            self._own_kb = kb
-        self._require_kb()
-        examples = list(islice(get_examples(), 10)) if get_examples is not None else []
-        if examples:
-            validate_examples(examples, f"{self.name}.initialize")
-        self.model.initialize()
+    def set_kb(self, kb: EntityStore) -> None:
+        """Give the reranker a KB of its own (saved with it) instead of the retriever's."""
+        self._own_kb = kb
+        self._planner = None
+
+    def _initialize(self, examples: List[Example]) -> None:
         self._check_window()
 
     def _check_window(self) -> None:
