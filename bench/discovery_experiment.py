@@ -23,7 +23,7 @@ from spacy_arbo.cli import apply_settings
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.discovery import discover_entities
 from spacy_arbo.evaluation import gold_id_set
-from spacy_arbo.kb.entities import NIL
+from spacy_arbo.kb.entities import NIL, split_ids
 from spacy_arbo.pipeline.arbo_linker import arbo_linkers
 
 
@@ -53,7 +53,7 @@ def main() -> None:
     seen = gold_id_set(read_docbin(args.train, nlp.vocab))
 
     def ids(ent) -> set:
-        return {i for i in ent.kb_id_.split("|") if i and i != NIL}
+        return {i for i in split_ids(ent.kb_id_) if i != NIL}
 
     held_out = {}  # (doc id, start, end) as `discover` reports them -> is the entity removed?
     removed = set()

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Config overrides per variant; "today" is configs/retriever.cfg as shipped.
 VARIANTS: Dict[str, Dict[str, Any]] = {
     "today": {},
-    "cached": {"components.arbo_linker.objective.cached_negatives": True},
+    "cached_negatives": {"components.arbo_linker.objective.entity_cache": "negatives"},
+    "cached_all": {"components.arbo_linker.objective.entity_cache": "all"},
 }
 
 

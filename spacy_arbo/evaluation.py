@@ -6,14 +6,14 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .kb.entities import NIL
+from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
 
 
 def gold_id_set(docs: Iterable[Doc]) -> Set[str]:
-    return {part for doc in docs for ent in doc.ents for part in ent.kb_id_.split("|") if part}
+    return {part for doc in docs for ent in doc.ents for part in split_ids(ent.kb_id_)}
 
 
 def link_gold_mentions(

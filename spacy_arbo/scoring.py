@@ -11,7 +11,7 @@ from spacy.scorer import PRFScore
 from spacy.training import Example
 from spacy.util import registry
 
-from .kb.entities import NIL
+from .kb.entities import NIL, split_ids
 
 RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -44,8 +44,7 @@ class MentionOutcome:
 
 
 def gold_ids(kb_id: str) -> Tuple[str, ...]:
-    parts = tuple(p for p in kb_id.split("|") if p)
-    return parts or (NIL,)
+    return split_ids(kb_id) or (NIL,)
 
 
 def mention_outcomes(examples: Iterable[Example], candidates_attr: str = "kb_candidates") -> List[MentionOutcome]:

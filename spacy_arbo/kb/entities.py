@@ -21,6 +21,12 @@ class Entity:
     alt_ids: Tuple[str, ...] = field(default=())
 
 
+def split_ids(kb_id: str) -> Tuple[str, ...]:
+    """The parts of a composite id (`D001|D002`, as NCBI Disease and BC5CDR write a
+    mention of several concepts); a plain id is its own single part."""
+    return tuple(part for part in kb_id.split("|") if part)
+
+
 def normalize_id(raw: str) -> str:
     """Canonical spelling of a concept id.
 

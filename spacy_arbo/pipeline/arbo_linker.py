@@ -410,7 +410,7 @@ class ArboLinker(ConfiguredPipe):
             # Negatives are mined from the current index and mention cache, re-made every N steps.
             if self.objective.uses_index:
                 self.ensure_fresh()
-        if self.objective.cached_negatives and self._require_retriever().entity_vectors is None:
+        if self.objective.entity_cache != "none" and self._require_retriever().entity_vectors is None:
             self.refresh_index()  # e.g. a prebuilt index: no vectors of its own yet
             if self.objective.uses_corpus_vectors:
                 self.refresh_corpus_vectors()

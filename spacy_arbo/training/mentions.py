@@ -13,7 +13,7 @@ import srsly
 from spacy.tokens import Span
 
 from ..encoders.templates import MentionInput
-from ..kb.entities import NIL
+from ..kb.entities import NIL, split_ids
 from ..kb.store import EntityStore
 from ..util import ArboError, atomic_path
 
@@ -29,8 +29,8 @@ def mention_key(span: Span) -> MentionKey:
 
 def gold_row(kb: EntityStore, kb_id: str) -> Optional[int]:
     """The entity row a gold id trains towards; for composite ids, the first one in the KB."""
-    for part in kb_id.split("|"):
-        if part and part != NIL and part in kb:
+    for part in split_ids(kb_id):
+        if part != NIL and part in kb:
             return kb.row(part)
     return None
 

@@ -15,12 +15,14 @@ from spacy.util import registry
 from ..encoders.dual import DualEncoder
 from ..encoders.templates import EntityInput
 from ..retrieval.retriever import EntityRetriever, exact_search
+from ..settings import check_choice
 from ..util import ArboError
 from . import losses
 from .arborescence import VARIANTS, batch_positives, hard_negatives
 from .mentions import TrainingBatch, TrainingMentions
 
 PROXY_NEGATIVES = ("random", "mixed")
+ENTITY_CACHES = ("none", "negatives", "all")
 
 
 @dataclass
@@ -37,16 +39,16 @@ class TrainingState:
     def entity_inputs(self) -> List[EntityInput]:
         return self.retriever.entity_inputs()
 
-    def embed_entities(self, rows: np.ndarray, cached_except: Optional[np.ndarray] = None) -> torch.Tensor:
-        """Entity vectors of `rows`, encoded with gradient; with `cached_except`, only those
-        rows are encoded and the others come from the last refresh (no gradient)."""
+    def embed_entities(self, rows: np.ndarray, encode: Optional[np.ndarray] = None) -> torch.Tensor:
+        """Entity vectors of `rows`, encoded with gradient; with `encode`, only the rows in it
+        are encoded and the others come from the last refresh (no gradient)."""
         inputs = self.entity_inputs
-        if cached_except is None:
+        if encode is None:
             return self.module.embed_entities([inputs[r] for r in rows])
         cache = self.retriever.entity_vectors
         if cache is None:
-            raise ArboError("Cached negatives need the entity vectors of a refresh; none was made.")
-        fresh = np.isin(rows, cached_except)
+            raise ArboError("A cached entity objective needs the entity vectors of a refresh; none was made.")
+        fresh = np.isin(rows, encode)
         encoded = self.module.embed_entities([inputs[r] for r in rows[fresh]])
         cached = torch.as_tensor(cache[rows[~fresh]], device=encoded.device, dtype=encoded.dtype)
         order = np.argsort(np.concatenate([np.flatnonzero(fresh), np.flatnonzero(~fresh)]), kind="stable")
@@ -92,7 +94,7 @@ class Objective:
 
     uses_index = False
     uses_corpus_vectors = False
-    cached_negatives = False
+    entity_cache = "none"
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
         raise NotImplementedError
@@ -101,9 +103,10 @@ class Objective:
 class EntityEdges(Objective):
     """Objectives over (mention, entity) edges only: choose negative entities, embed them
     with the gold ones, score. Split in two steps so FGSM can re-score the same edges
-    with perturbed entity inputs. With `cached_negatives`, negatives are scored against
-    the entity vectors of the last refresh: the entity tower then encodes (and back-
-    propagates through) only the gold entities, the bulk of an update's cost otherwise."""
+    with perturbed entity inputs. `entity_cache` = "negatives" scores the negatives against
+    the entity vectors of the last refresh, so the entity tower encodes (and backpropagates
+    through) only the gold entities, the bulk of an update's cost otherwise; "all" takes
+    the gold entities from there too, so only the mention side gets a gradient."""
 
     def negatives(self, state: TrainingState, batch: TrainingBatch, query: np.ndarray) -> np.ndarray:
         """(B, K) negative entity rows, -1 padded."""
@@ -124,7 +127,8 @@ class EntityEdges(Objective):
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
         mentions, rows, gold, negatives = self.edges(state, batch)
-        entities = state.embed_entities(rows, cached_except=batch.gold_rows if self.cached_negatives else None)
+        encode = {"none": None, "negatives": batch.gold_rows, "all": batch.gold_rows[:0]}[self.entity_cache]
+        entities = state.embed_entities(rows, encode=encode)
         return self.edge_loss(state, mentions, entities, gold, negatives)
 
 
@@ -144,9 +148,12 @@ class HardNegatives(EntityEdges):
 
     k: int = 10
     max_negatives: int = 16
-    cached_negatives: bool = False
+    entity_cache: str = "none"
     memory: Dict[int, List[int]] = field(default_factory=dict)
     uses_index = True
+
+    def __post_init__(self) -> None:
+        check_choice("entity_cache", self.entity_cache, ENTITY_CACHES)
 
     def negatives(self, state, batch, query):
         above = hard_negatives(state.nearest_entities(query, self.k), batch.gold_rows, self.k, stop_at_gold=True)
@@ -242,7 +249,7 @@ class Proxy(EntityEdges):
     negatives_from: str = "mixed"
     p: float = 0.5
     k: int = 16
-    cached_negatives: bool = False
+    entity_cache: str = "none"
 
     @property
     def uses_index(self) -> bool:
@@ -253,6 +260,7 @@ class Proxy(EntityEdges):
             raise ArboError(f"Unknown proxy negatives '{self.negatives_from}'; expected one of {PROXY_NEGATIVES}.")
         if not 0.0 <= self.p <= 1.0:
             raise ArboError(f"Proxy p must be in [0, 1], got {self.p}.")
+        check_choice("entity_cache", self.entity_cache, ENTITY_CACHES)
 
     def negatives(self, state, batch, query):
         n_hard = int(round(self.p * self.k)) if self.negatives_from == "mixed" else 0
@@ -306,8 +314,8 @@ def make_in_batch() -> Objective:
 
 
 @registry.losses("spacy_arbo.hard_negatives.v1")
-def make_hard_negatives(k: int = 10, max_negatives: int = 16, cached_negatives: bool = False) -> Objective:
-    return HardNegatives(k=k, max_negatives=max_negatives, cached_negatives=cached_negatives)
+def make_hard_negatives(k: int = 10, max_negatives: int = 16, entity_cache: str = "none") -> Objective:
+    return HardNegatives(k=k, max_negatives=max_negatives, entity_cache=entity_cache)
 
 
 @registry.losses("spacy_arbo.arborescence.v1")
@@ -318,9 +326,9 @@ def make_arborescence(variant: str = "full", k: int = 8, max_cluster_size: int =
 @registry.losses("spacy_arbo.proxy.v1")
 def make_proxy(
     alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed", p: float = 0.5, k: int = 16,
-    cached_negatives: bool = False,
+    entity_cache: str = "none",
 ) -> Objective:
-    return Proxy(alpha=alpha, delta=delta, negatives_from=negatives, p=p, k=k, cached_negatives=cached_negatives)
+    return Proxy(alpha=alpha, delta=delta, negatives_from=negatives, p=p, k=k, entity_cache=entity_cache)
 
 
 @registry.losses("spacy_arbo.fgsm.v1")
@@ -331,6 +339,6 @@ def make_fgsm(base: Optional[Objective] = None, epsilon: float = 0.01, lam: floa
     base = Proxy() if base is None else base
     if not isinstance(base, EntityEdges):
         raise ArboError("fgsm wraps an objective over (mention, entity) edges: in_batch, hard_negatives or proxy.")
-    if base.cached_negatives:
-        raise ArboError("fgsm perturbs the negatives' inputs, so it needs them encoded: set cached_negatives = false.")
+    if base.entity_cache != "none":
+        raise ArboError("fgsm perturbs the entities' inputs, so it needs them encoded: set entity_cache = \"none\".")
     return Adversarial(base, epsilon=epsilon, lam=lam)

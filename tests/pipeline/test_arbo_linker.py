@@ -235,3 +235,15 @@ def test_a_pipeline_saved_by_version_0_1_still_loads(tmp_path, toy_kb_dir, toy_d
     assert loaded.get_pipe("arbo_linker").cfg["threshold"] == 0.0
     assert loaded.config["components"]["arbo_linker"]["threshold"] == 0.0
     assert links(loaded.pipe(unlinked(loaded, toy_docs))) == before
+
+
+def test_a_corrupt_settings_file_of_version_0_1_is_one_line(tmp_path, toy_kb_dir, capsys):
+    from spacy_arbo.cli import main
+
+    make_nlp(toy_kb_dir).to_disk(tmp_path / "p")
+    (tmp_path / "p" / "arbo_linker" / "cfg").write_text("{not json")
+    with pytest.raises(ArboError, match=r"arbo_linker/cfg: not a JSON settings file"):
+        spacy.load(tmp_path / "p")
+    assert main(["evaluate", str(tmp_path / "p"), str(tmp_path / "missing.spacy")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "cfg: not a JSON settings file" in err

@@ -21,8 +21,9 @@ OBJECTIVES = {
     "fgsm_proxy": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.01,
                    "base": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4}},
     "fgsm_in_batch": {"@losses": "spacy_arbo.fgsm.v1", "base": {"@losses": "spacy_arbo.in_batch.v1"}},
-    "hard_negatives_cached": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "cached_negatives": True},
-    "proxy_mixed_cached": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4, "cached_negatives": True},
+    "hard_negatives_cached": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "entity_cache": "negatives"},
+    "hard_negatives_cached_all": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "entity_cache": "all"},
+    "proxy_mixed_cached": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4, "entity_cache": "negatives"},
 }
 
 
@@ -62,7 +63,7 @@ def test_fgsm_needs_an_entity_edge_objective(toy_kb_dir):
 
 
 @pytest.mark.parametrize("name", ["hard_negatives", "proxy_mixed"])
-def test_cached_negatives_give_the_same_loss_while_the_cache_is_current(toy_kb_dir, name):
+def test_cached_entities_give_the_same_loss_while_the_cache_is_current(toy_kb_dir, name):
     """Right after a refresh, negatives from the cache score as if they were encoded."""
     import numpy as np
     import torch
@@ -80,18 +81,19 @@ def test_cached_negatives_give_the_same_loss_while_the_cache_is_current(toy_kb_d
     batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
                           np.full(len(spans), -1))
     losses = []
-    for cached in (False, True):
-        objective = registry.resolve({"o": {**OBJECTIVES[name], "cached_negatives": cached}})["o"]
+    for cache in ("none", "negatives", "all"):
+        objective = registry.resolve({"o": {**OBJECTIVES[name], "entity_cache": cache}})["o"]
         state = TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0))
         losses.append(objective(state, batch))
     torch.testing.assert_close(losses[0], losses[1], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(losses[0], losses[2], rtol=1e-4, atol=1e-5)
 
 
-def test_fgsm_refuses_cached_negatives(toy_kb_dir):
+def test_fgsm_refuses_cached_entities(toy_kb_dir):
     from spacy_arbo.util import ArboError
 
-    base = {**OBJECTIVES["proxy_random"], "cached_negatives": True}
-    with pytest.raises(ArboError, match="set cached_negatives = false"):
+    base = {**OBJECTIVES["proxy_random"], "entity_cache": "negatives"}
+    with pytest.raises(ArboError, match="set entity_cache"):
         train_toy(toy_kb_dir, {"@losses": "spacy_arbo.fgsm.v1", "base": base}, steps=1)
 
 
