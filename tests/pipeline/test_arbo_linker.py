@@ -244,6 +244,7 @@ def test_a_corrupt_settings_file_of_version_0_1_is_one_line(tmp_path, toy_kb_dir
     (tmp_path / "p" / "arbo_linker" / "cfg").write_text("{not json")
     with pytest.raises(ArboError, match=r"arbo_linker/cfg: not a JSON settings file"):
         spacy.load(tmp_path / "p")
+    capsys.readouterr()  # the progress bar of encoding the KB above
     assert main(["evaluate", str(tmp_path / "p"), str(tmp_path / "missing.spacy")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "cfg: not a JSON settings file" in err
