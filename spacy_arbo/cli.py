@@ -130,7 +130,7 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     rows, best = tune_threshold(nlp, read_docbin(args.dev, nlp.vocab))
     print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | nel_micro_f | accuracy@1 |\n|---:|---:|---:|")
     for threshold, f, acc in rows:
-        print(f"| {'none' if threshold is None else f'{threshold:.4f}'} | {f:.4f} | {acc:.4f} |")
+        print(f"| {'none' if threshold is None else f'{threshold:.6g}'} | {f:.4f} | {acc:.4f} |")
     output = args.output or args.pipeline
     with atomic_path(output) as tmp:
         nlp.to_disk(tmp)
