@@ -488,17 +488,19 @@ class ArboLinker(ConfiguredPipe):
     def _load_anchors(self, anchors: Optional[TrainingMentions]) -> None:
         if anchors is not None:
             self.corpus = anchors
-            # Vectors from other weights are re-encoded (from the stored texts) on first use.
-            current = anchors.vectors_fingerprint == self._encoder_fingerprint()
-            self._corpus_encoded_at = self._updates if current else None
 
     def _after_load(self) -> None:
-        """A loaded dense index that other weights or entity texts made is re-encoded on
-        first use (e.g. after `spacy.load(path, config={... index_aliases: true})`)."""
+        """A loaded dense index or anchor vectors that other weights (or, for the index, other
+        entity texts) made are re-encoded on first use (e.g. after `spacy.load(path,
+        config={... index_aliases: true})`). The weights are hashed once for both checks."""
         retriever = self.retriever
         if retriever is None:  # the KB was excluded
             return
-        self._stale = self.settings.uses_dense and not retriever.is_current(self._encoder_fingerprint())
+        encoder = self._encoder_fingerprint()
+        if len(self.corpus):
+            current = self.corpus.vectors_fingerprint == encoder
+            self._corpus_encoded_at = self._updates if current else None
+        self._stale = self.settings.uses_dense and not retriever.is_current(encoder)
         if self._stale and retriever.dense is not None:
             logger.info("%s: the saved entity index does not match the settings or weights; it is "
                         "re-encoded on first use.", self.name)

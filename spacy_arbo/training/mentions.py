@@ -130,17 +130,12 @@ class TrainingMentions:
     @classmethod
     def from_disk(cls, path: Path, kb: EntityStore) -> "TrainingMentions":
         path = Path(path)
-        if (path / LEGACY_VECTORS_FILE).exists():
-            # spacy-arbo 0.1 kept the vectors in a .npy file beside the msgpack.
-            try:
-                data = srsly.read_msgpack(path / MENTIONS_FILE)
+        try:
+            data = srsly.read_msgpack(path / MENTIONS_FILE)
+            if (path / LEGACY_VECTORS_FILE).exists():
+                # spacy-arbo 0.1 kept the vectors in a .npy file beside the msgpack.
                 vectors = np.load(path / LEGACY_VECTORS_FILE, allow_pickle=False).astype(np.float32)
                 data = {**data, "vectors": vectors.tobytes(), "dim": vectors.shape[-1]}
-            except (OSError, ValueError) as err:
-                raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
-        else:
-            try:
-                data = srsly.read_msgpack(path / MENTIONS_FILE)
-            except Exception as err:  # msgpack raises several unrelated types
-                raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
+        except Exception as err:  # msgpack and numpy raise several unrelated types
+            raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
         return cls.from_dict(data, kb, f"'{path}'")
