@@ -8,8 +8,8 @@ entities wrongly become NIL, how many NIL clusters there are, and the adjusted R
 index of the NIL clusters against the gold ids (sklearn's definition, over the mentions
 that end in NIL clusters).
 
-    python bench/discovery_experiment.py training/retriever/model-best corpus/test.spacy \
-        corpus/train.spacy --set index_aliases=true --thresholds 0.7 0.8
+    python bench/discovery_experiment.py training/ncbi/retriever/model-best corpus/ncbi/test.spacy \
+        corpus/ncbi/train.spacy --set index_aliases=true --thresholds 0.7 0.8
 
 Run from the repository root with the package installed (`pip install -e .`).
 """

@@ -6,7 +6,7 @@
 The multi cross-encoder paper's comparison (Tables 3-4), in one process: every mode gets
 the same backbone and starting weights, the same candidates, the same training batches
 and budget. Candidates come from a trained arbo_linker pipeline (`--retriever`, e.g.
-training/retriever/model-best) or else from TF-IDF over the CTD KB. Training speed is
+training/ncbi/retriever/model-best) or else from TF-IDF over the CTD KB. Training speed is
 mentions (the paper's annotations) per second of `update`; inference speed is mentions
 per second of `pipe`; speedups are against `base`. `tokens` is the total length of the
 test passes: on a CPU, time follows it, so `base tokens / mode tokens` bounds the speedup.

@@ -1,6 +1,6 @@
 """How many tokens base and multi passes hold, for several numbers of candidates per mention.
 
-    python bench/reranker_tokens.py training/reranker/model-best corpus/test.spacy \
+    python bench/reranker_tokens.py training/ncbi/reranker/model-best corpus/ncbi/test.spacy \
         [--top-n 5 10 16 32 64] [--alias-tokens 0 16]
 
 On a CPU a transformer's time follows the tokens it reads, so base tokens / multi tokens

@@ -5,7 +5,7 @@ threshold, and prints accuracy, recall@1 and the mention-clustering ARI of every
 setting, with the best threshold per graph last. Use the printed `--set` flags with
 `python -m spacy_arbo evaluate` on the test set.
 
-    python bench/tune_clustering.py training/retriever/model-best corpus/dev.spacy \
+    python bench/tune_clustering.py training/ncbi/retriever/model-best corpus/ncbi/dev.spacy \
         --set index_aliases=true --thresholds none 0.6 0.7 0.8
 
 Run from the repository root with the package installed (`pip install -e .`).

@@ -80,6 +80,27 @@ def convert_command(args: argparse.Namespace) -> None:
     print(f"Wrote {args.output}")
 
 
+def convert_corpus_command(args: argparse.Namespace) -> None:
+    from .corpora import convert_named_corpus, named_corpus
+    from .kb.store import EntityStore
+
+    corpus = named_corpus(args.name)
+    kb = EntityStore.from_disk(args.kb) if args.kb else None
+    limits = {"train": args.train_limit, "dev": args.eval_limit, "test": args.eval_limit}
+    kept = ", ".join(corpus.types) if corpus.types else "all"
+    print(f"Corpus '{corpus.name}': {corpus.title}; mention types kept: {kept}")
+    if corpus.note:
+        print(f"Note: {corpus.note}")
+    for result in convert_named_corpus(args.name, args.assets_dir, args.out_dir, kb=kb, limits=limits):
+        print(f"\n{result.split}: {result.source} -> {result.output}")
+        if result.same_as:
+            print(f"The same documents as {result.same_as} ({result.report.docs:,} documents, "
+                  f"{result.report.entities:,} entities); see its conversion above.")
+        else:
+            print(result.report.as_table())
+        print(f"Wrote {result.output}")
+
+
 def index_kb_command(args: argparse.Namespace) -> None:
     from .kb.store import EntityStore
 
@@ -215,6 +236,15 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
     cmd.add_argument("--limit", type=int, default=0, help="keep only the first N documents")
     cmd.set_defaults(func=convert_command)
+
+    cmd = commands.add_parser("convert-corpus", help="convert a named corpus's train/dev/test into OUT_DIR/{train,dev,test}.spacy")
+    cmd.add_argument("name", help="ncbi or bc5cdr (bc5cdr keeps Disease mentions; its test.spacy is its dev set)")
+    cmd.add_argument("assets_dir", help="directory laid out like the data mirror, e.g. assets or $SPACY_ARBO_DATA")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
+    cmd.add_argument("--train-limit", type=int, default=0, help="keep only the first N training documents")
+    cmd.add_argument("--eval-limit", type=int, default=0, help="keep only the first N dev and test documents")
+    cmd.set_defaults(func=convert_corpus_command)
 
     cmd = commands.add_parser("index-kb", help="encode a KB with a pipeline's encoder and store the index beside it")
     cmd.add_argument("pipeline")

@@ -6,6 +6,7 @@ boundaries that never cut a mention, so that linkers can read context sentence b
 """
 from itertools import islice
 import re
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -393,6 +394,102 @@ def read_docbin(path: PathLike, vocab) -> List[Doc]:
         return list(DocBin().from_disk(path).get_docs(vocab))
     except Exception as err:  # msgpack and spaCy raise several unrelated types
         raise ArboError(f"{path}: not a readable .spacy DocBin ({err}).") from None
+
+
+@dataclass(frozen=True)
+class NamedCorpus:
+    """A corpus known by name: its splits as paths below an assets directory (laid out like
+    the data mirror, `$SPACY_ARBO_DATA`) and the mention types kept (None: all)."""
+
+    name: str
+    title: str
+    train: str
+    dev: str
+    test: str
+    types: Optional[Tuple[str, ...]] = None
+    # How the splits differ from the corpus's own, printed with every conversion.
+    note: str = ""
+
+    @property
+    def splits(self) -> Dict[str, str]:
+        return {"train": self.train, "dev": self.dev, "test": self.test}
+
+    @property
+    def test_is_dev(self) -> bool:
+        return self.test == self.dev
+
+
+NAMED_CORPORA: Dict[str, NamedCorpus] = {
+    corpus.name: corpus for corpus in (
+        NamedCorpus(
+            "ncbi", "NCBI Disease",
+            train="ncbi_disease/NCBItrainset_corpus.txt",
+            dev="ncbi_disease/NCBIdevelopset_corpus.txt",
+            test="ncbi_disease/NCBItestset_corpus.txt",
+        ),
+        NamedCorpus(
+            "bc5cdr", "BC5CDR disease mentions",
+            train="bc5cdr/CDR_train.PubTator.txt",
+            dev="bc5cdr/CDR_dev.PubTator.txt",
+            # BC5CDR's public test set is not in the data mirror: evaluate on its dev set.
+            test="bc5cdr/CDR_dev.PubTator.txt",
+            types=("Disease",),
+            note="BC5CDR's test set is not in the data mirror, so the evaluation split (test.spacy) "
+                 "is its dev set CDR_dev, the same documents as dev.spacy: model selection and "
+                 "tuning on dev see the evaluation documents.",
+        ),
+    )
+}
+
+
+def named_corpus(name: str) -> NamedCorpus:
+    if name not in NAMED_CORPORA:
+        raise ArboError(f"Unknown corpus '{name}'; known corpora: {', '.join(NAMED_CORPORA)}.")
+    return NAMED_CORPORA[name]
+
+
+class SplitConversion(NamedTuple):
+    split: str
+    source: Path
+    output: Path
+    report: ConversionReport
+    # The split this one is a copy of (test of dev when the corpus has no test set), or "".
+    same_as: str = ""
+
+
+def convert_named_corpus(
+    name: str,
+    assets_dir: PathLike,
+    out_dir: PathLike,
+    kb: Optional[EntityStore] = None,
+    limits: Optional[Dict[str, int]] = None,
+) -> List[SplitConversion]:
+    """Write `out_dir/{train,dev,test}.spacy` for a named corpus; `limits` maps a split to
+    the number of documents kept (0 or missing: all). Every source is checked first, so a
+    missing file writes nothing."""
+    corpus = named_corpus(name)
+    assets_dir, out_dir = Path(assets_dir), Path(out_dir)
+    sources = {split: assets_dir / path for split, path in corpus.splits.items()}
+    for split, source in sources.items():
+        if not source.is_file():
+            raise ArboError(f"Corpus '{name}': {split} file '{source}' does not exist.")
+    limits = limits or {}
+    done: Dict[Tuple[Path, int], str] = {}
+    results = []
+    for split, source in sources.items():
+        output = out_dir / f"{split}.spacy"
+        limit = limits.get(split, 0)
+        same_as = done.get((source, limit), "")
+        if same_as:
+            report = next(r.report for r in results if r.split == same_as)
+            with atomic_path(output) as tmp:
+                shutil.copyfile(out_dir / f"{same_as}.spacy", tmp)
+        else:
+            docs, report = convert_corpus(source, kb=kb, types=corpus.types, fmt="pubtator", limit=limit)
+            write_docbin(docs, output)
+            done[source, limit] = split
+        results.append(SplitConversion(split, source, output, report, same_as))
+    return results
 
 
 @registry.readers("spacy_arbo.PubTatorCorpus.v1")

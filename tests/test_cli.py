@@ -192,3 +192,91 @@ def test_configure_stores_settings_that_evaluate_then_uses(linked, capsys):
     # In place, as the workflow does after training.
     assert main(["configure", str(tmp / "aliases"), str(tmp / "aliases"), "--set", "index_aliases=false"]) == 0
     assert spacy.load(tmp / "aliases").get_pipe("arbo_linker").retriever.dense.ntotal == 2
+
+
+def _bc5cdr_document(pmid, title, abstract, mentions, relations):
+    """A BC5CDR-style PubTator document: (surface, type, ids) mentions, then CID relation lines."""
+    text = f"{title} {abstract}"
+    lines = [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+    for surface, label, ids in mentions:
+        start = text.index(surface)
+        lines.append(f"{pmid}\t{start}\t{start + len(surface)}\t{surface}\t{label}\t{ids}")
+    lines += [f"{pmid}\tCID\t{chemical}\t{disease}" for chemical, disease in relations]
+    return "\n".join(lines) + "\n\n"
+
+
+@pytest.fixture
+def bc5cdr_assets(tmp_path):
+    """An assets directory laid out like the data mirror, with tiny BC5CDR train and dev files."""
+    assets = tmp_path / "assets"
+    (assets / "bc5cdr").mkdir(parents=True)
+    (assets / "bc5cdr" / "CDR_train.PubTator.txt").write_text(_bc5cdr_document(
+        "11", "Naloxone and fever.", "Nalozone caused dyschromatopsy and cough.",
+        [("Naloxone", "Chemical", "D009270"), ("fever", "Disease", "D005334"),
+         ("Nalozone", "Chemical", "-1"), ("dyschromatopsy", "Disease", "-1"), ("cough", "Disease", "D003371")],
+        [("D009270", "D005334")]))
+    (assets / "bc5cdr" / "CDR_dev.PubTator.txt").write_text(_bc5cdr_document(
+        "22", "Clonidine.", "Fever and cough followed clonidine.",
+        [("Clonidine", "Chemical", "D003000"), ("Fever and cough", "Disease", "D005334|D003371")],
+        [("D003000", "D005334")]))
+    ctd = tmp_path / "ctd.tsv"
+    ctd.write_text(CTD_HEADER + ctd_line("Fever", "MESH:D005334") + ctd_line("Cough", "MESH:D003371"))
+    assert main(["build-kb", str(ctd), str(tmp_path / "kb"), "--format", "ctd"]) == 0
+    return tmp_path
+
+
+def test_convert_corpus_bc5cdr_keeps_disease_mentions(bc5cdr_assets, capsys):
+    import spacy
+
+    from spacy_arbo.corpora import read_docbin
+
+    tmp = bc5cdr_assets
+    capsys.readouterr()
+    out = tmp / "corpus" / "bc5cdr"
+    assert main(["convert-corpus", "bc5cdr", str(tmp / "assets"), str(out), "--kb", str(tmp / "kb")]) == 0
+    printed = capsys.readouterr().out
+    assert "mention types kept: Disease" in printed
+    assert "the evaluation split (test.spacy) is its dev set CDR_dev" in printed
+    assert printed.count("Conversion of ") == 2  # train and dev; test is dev's copy
+    assert "The same documents as dev (1 documents, 1 entities)" in printed
+    assert all(f"Wrote {out / f'{split}.spacy'}" in printed for split in ("train", "dev", "test"))
+    vocab = spacy.blank("en").vocab
+    (train,) = read_docbin(out / "train.spacy", vocab)
+    # Chemicals (with an id or -1) and the CID relation line are gone; -1 diseases are NIL.
+    assert [(e.text, e.label_, e.kb_id_) for e in train.ents] == [
+        ("fever", "Disease", "MESH:D005334"), ("dyschromatopsy", "Disease", "NIL"), ("cough", "Disease", "MESH:D003371")]
+    assert train.user_data["doc_id"] == "11"
+    (dev,) = read_docbin(out / "dev.spacy", vocab)
+    # A composite mention keeps both ids.
+    assert [(e.text, e.kb_id_) for e in dev.ents] == [("Fever and cough", "MESH:D005334|MESH:D003371")]
+    assert (out / "test.spacy").read_bytes() == (out / "dev.spacy").read_bytes()
+
+
+def test_convert_corpus_limits_and_missing_files(bc5cdr_assets, capsys):
+    import spacy
+
+    from spacy_arbo.corpora import read_docbin
+
+    tmp = bc5cdr_assets
+    # One of the two dev documents when the limit is 1.
+    dev = tmp / "assets" / "bc5cdr" / "CDR_dev.PubTator.txt"
+    dev.write_text(dev.read_text() + _bc5cdr_document("33", "Cough.", "Only cough.", [("Cough", "Disease", "D003371")], []))
+    out = tmp / "quick"
+    assert main(["convert-corpus", "bc5cdr", str(tmp / "assets"), str(out), "--eval-limit", "1"]) == 0
+    vocab = spacy.blank("en").vocab
+    assert [d.user_data["doc_id"] for d in read_docbin(out / "test.spacy", vocab)] == ["22"]
+    assert [d.user_data["doc_id"] for d in read_docbin(out / "train.spacy", vocab)] == ["11"]
+    # Without --kb ids are only normalised.
+    assert [e.kb_id_ for e in read_docbin(out / "train.spacy", vocab)[0].ents] == ["MESH:D005334", "NIL", "MESH:D003371"]
+    capsys.readouterr()
+    # NCBI's files are not there: an error naming the first missing one, and nothing written.
+    assert main(["convert-corpus", "ncbi", str(tmp / "assets"), str(tmp / "ncbi")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: Corpus 'ncbi': train file '{tmp / 'assets' / 'ncbi_disease' / 'NCBItrainset_corpus.txt'}' does not exist."
+    assert not (tmp / "ncbi").exists()
+
+
+def test_convert_corpus_unknown_name_lists_the_names(tmp_path, capsys):
+    assert main(["convert-corpus", "bc5", str(tmp_path), str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err == "error: Unknown corpus 'bc5'; known corpora: ncbi, bc5cdr.\n"
+    assert not (tmp_path / "out").exists()

@@ -346,3 +346,26 @@ def test_real_bc5cdr(data_dir):
     docs, report = convert_corpus(corpus, types=["Disease"])
     assert (report.entities, report.skipped_by_type) == (4182, 5203)
     assert {e.label_ for d in docs for e in d.ents} == {"Disease"}
+
+
+@pytest.mark.slow
+def test_real_bc5cdr_named_conversion(data_dir, tmp_path):
+    from spacy_arbo.corpora import convert_named_corpus, read_docbin
+    from spacy_arbo.kb.readers import read_kb
+
+    kb = read_kb(data_dir / "ctd" / "CTD_diseases_2017-06-06.tsv.gz", "ctd")
+    results = convert_named_corpus("bc5cdr", data_dir, tmp_path, kb=kb)
+    assert [(r.split, r.source.name, r.same_as) for r in results] == [
+        ("train", "CDR_train.PubTator.txt", ""), ("dev", "CDR_dev.PubTator.txt", ""), ("test", "CDR_dev.PubTator.txt", "dev")]
+    figures = {r.split: (r.report.docs, r.report.entities, r.report.skipped_by_type, r.report.nil_mentions,
+                         r.report.no_id, r.report.not_in_kb, r.report.composite_mentions) for r in results}
+    # Every BC5CDR disease id is in CTD: the only NIL mentions are the -1 ones.
+    assert figures == {"train": (500, 4182, 5203, 32, 32, 0, 95),
+                       "dev": (500, 4244, 5347, 16, 16, 0, 97),
+                       "test": (500, 4244, 5347, 16, 16, 0, 97)}
+    ents = [e for d in read_docbin(tmp_path / "train.spacy", spacy.blank("en").vocab) for e in d.ents]
+    assert {e.label_ for e in ents} == {"Disease"}
+    assert sum(e.kb_id_ == "MESH:D008107" for e in ents) == 14  # liver disease, hepatic impairment, ...
+    assert sum(e.kb_id_ == NIL for e in ents) == 32
+    assert sum("|" in e.kb_id_ for e in ents) == 94  # one composite, D020258|D020258|D020258, is one id
+    assert (tmp_path / "test.spacy").read_bytes() == (tmp_path / "dev.spacy").read_bytes()

@@ -1,4 +1,5 @@
-"""The Weasel `quick` workflow runs end to end on the real data, so the main job cannot rot."""
+"""project.yml: the `corpus` variable, the assets, and the Weasel `quick` workflow end to end on
+the real data, so the main job cannot rot."""
 import json
 import os
 import shutil
@@ -7,8 +8,76 @@ import sys
 from pathlib import Path
 
 import pytest
+import srsly
+
+from spacy_arbo.assets import fetch_assets
+from spacy_arbo.corpora import NAMED_CORPORA
 
 ROOT = Path(__file__).resolve().parents[1]
+# Pipelines that depend on the KB alone, shared by both corpora.
+KB_ONLY_PIPELINES = ("training/tfidf", "training/zero_shot")
+
+
+def project_config(tmp_path, **overrides):
+    """project.yml with its variables substituted, as `weasel run` sees it."""
+    from weasel.util import load_project_config
+
+    shutil.copy(ROOT / "project.yml", tmp_path / "project.yml")
+    config = load_project_config(tmp_path, overrides={f"vars.{k}": v for k, v in overrides.items()})
+    return {command["name"]: command for command in config["commands"]}
+
+
+def test_corpus_variable_selects_every_path(tmp_path):
+    assert srsly.read_yaml(ROOT / "project.yml")["vars"]["corpus"] == "ncbi"
+    for corpus in ("ncbi", "bc5cdr"):
+        commands = project_config(tmp_path, corpus=corpus)
+        assert commands["convert"]["script"] == [
+            f"python -m spacy_arbo convert-corpus {corpus} assets corpus/{corpus} --kb kb"]
+        assert commands["convert"]["outputs"] == [f"corpus/{corpus}/{s}.spacy" for s in ("train", "dev", "test")]
+        assert commands["train-retriever"]["script"][0].startswith(
+            f"python -m spacy train configs/retriever.cfg --output training/{corpus}/retriever "
+            f"--paths.train corpus/{corpus}/train.spacy --paths.dev corpus/{corpus}/dev.spacy --paths.kb kb ")
+        assert commands["evaluate-reranker"]["script"] == [
+            f"python -m spacy_arbo evaluate training/{corpus}/reranker/model-best corpus/{corpus}/test.spacy "
+            f"--seen-from corpus/{corpus}/train.spacy --output metrics/{corpus}/reranker_test.json"]
+        assert commands["report"]["script"] == [
+            f"python -m spacy_arbo report metrics/{corpus} --output metrics/{corpus}/report.md"]
+        assert commands["convert-quick"]["outputs"] == [
+            f"corpus/{corpus}/quick/{s}.spacy" for s in ("train", "dev", "test")]
+        assert commands["evaluate-quick"]["outputs"] == [
+            f"metrics/{corpus}/quick/{name}_test.json" for name in ("tfidf", "retriever", "clustering")]
+        # Every corpus file, trained pipeline and metrics file of every command is the corpus's own.
+        for command in commands.values():
+            words = [w for line in command.get("script", []) for w in line.split()]
+            for path in words + command.get("deps", []) + command.get("outputs", []):
+                if path.startswith(("corpus/", "training/", "metrics/")) and not path.startswith(KB_ONLY_PIPELINES):
+                    assert path.split("/")[1] == corpus, (command["name"], path)
+
+
+def test_named_corpora_are_fetched_and_converted_from_the_assets():
+    project = srsly.read_yaml(ROOT / "project.yml")
+    dests = {asset["dest"] for asset in project["assets"]}
+    convert_deps = {c["name"]: set(c.get("deps", [])) for c in project["commands"]}
+    files = {f"assets/{path}" for corpus in NAMED_CORPORA.values() for path in corpus.splits.values()}
+    assert len(files) == 5  # BC5CDR has no test file: its dev file is the evaluation split
+    assert NAMED_CORPORA["bc5cdr"].test == NAMED_CORPORA["bc5cdr"].dev == "bc5cdr/CDR_dev.PubTator.txt"
+    assert NAMED_CORPORA["bc5cdr"].types == ("Disease",) and NAMED_CORPORA["ncbi"].types is None
+    assert files <= dests
+    assert files <= convert_deps["convert"] and files <= convert_deps["convert-quick"]
+
+
+def test_fetch_assets_copies_both_corpora_from_the_mirror(tmp_path, data_dir):
+    shutil.copy(ROOT / "project.yml", tmp_path / "project.yml")
+    lines = fetch_assets(tmp_path / "project.yml", data_dir)
+    assert lines == [
+        f"assets/{path}: copied from {data_dir / path}"
+        for path in ("ncbi_disease/NCBItrainset_corpus.txt", "ncbi_disease/NCBIdevelopset_corpus.txt",
+                     "ncbi_disease/NCBItestset_corpus.txt", "bc5cdr/CDR_train.PubTator.txt",
+                     "bc5cdr/CDR_dev.PubTator.txt", "ctd/CTD_diseases_2017-06-06.tsv.gz")
+    ]
+    assert (tmp_path / "assets" / "bc5cdr" / "CDR_dev.PubTator.txt").read_bytes() == (
+        data_dir / "bc5cdr" / "CDR_dev.PubTator.txt").read_bytes()
+    assert all(line.endswith(": present") for line in fetch_assets(tmp_path / "project.yml", data_dir))
 
 
 @pytest.mark.slow
@@ -21,7 +90,7 @@ def test_quick_workflow(tmp_path, data_dir):
     result = subprocess.run([sys.executable, "-m", "weasel", "run", "quick"], cwd=project, env=env,
                             capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    metrics = {name: json.loads((project / "metrics" / f"quick_{name}_test.json").read_text())
+    metrics = {name: json.loads((project / "metrics" / "ncbi" / "quick" / f"{name}_test.json").read_text())
                for name in ("tfidf", "retriever", "clustering")}
     assert all(m["n_mentions"] > 200 for m in metrics.values())
     # The trained hashed retriever retrieves most gold entities; TF-IDF stays the baseline.
