@@ -29,6 +29,15 @@ def link_gold_mentions(
     return list(docs)
 
 
+# Metric name suffix of each credit rule (`scoring.CREDIT_RULES`); any-id is the plain name.
+RULE_SUFFIXES = {"any_id": "", "exact": "_strict", "single": "_belb"}
+
+
+def accuracies(outcomes: Sequence[MentionOutcome], group: str = "") -> Dict[str, Optional[float]]:
+    """`accuracy{group}` under every credit rule: `accuracy`, `accuracy_strict`, `accuracy_belb`."""
+    return {f"accuracy{group}{suffix}": accuracy(outcomes, rule) for rule, suffix in RULE_SUFFIXES.items()}
+
+
 def evaluate_linking(
     nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64
 ) -> Dict[str, Any]:
@@ -38,14 +47,14 @@ def evaluate_linking(
     elapsed = time.perf_counter() - start
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics: Dict[str, Any] = {f"recall@{k}": v for k, v in recall_at_k(outcomes, RECALL_KS).items()}
-    metrics["accuracy"] = accuracy(outcomes)
+    metrics.update(accuracies(outcomes))
     if seen_ids is not None:
         def seen(o: MentionOutcome) -> bool:
             return any(g in seen_ids for g in o.gold)
 
         linked = [o for o in outcomes if not o.gold_is_nil]
-        metrics["accuracy_seen"] = accuracy([o for o in linked if seen(o)])
-        metrics["accuracy_unseen"] = accuracy([o for o in linked if not seen(o)])
+        metrics.update(accuracies([o for o in linked if seen(o)], "_seen"))
+        metrics.update(accuracies([o for o in linked if not seen(o)], "_unseen"))
         metrics["n_seen"] = sum(seen(o) for o in linked)
         metrics["n_unseen"] = sum(not seen(o) for o in linked)
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})

@@ -7,7 +7,7 @@ import srsly
 from .scoring import RECALL_KS
 from .util import ArboError, PathLike, atomic_path
 
-COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"),
+COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"), ("accuracy_strict", "acc strict"),
            ("accuracy_seen", "acc seen"), ("accuracy_unseen", "acc unseen"), ("nel_micro_f", "link F"), ("ari", "ARI"),
            ("mentions_per_second", "mentions/s")]
 

@@ -1,7 +1,14 @@
 """Linking metrics: recall@k over ranked candidates, link P/R/F, NIL detection, ARI.
 
-A composite gold id (`D001|D002`) is right when the prediction matches any part, so
-the scorers here compare against id sets rather than spaCy's exact string match.
+Predictions and gold ids are compared as id sets (a composite id `D001|D002` is the set of
+its parts), under one of three credit rules (`CREDIT_RULES`):
+
+- `any_id`: every predicted id is one of the gold ids, so `D001` is right for `D001|D002`
+  (BioSyn's per-part check, each part of a split mention scored against the whole gold set);
+- `exact`: the predicted ids are exactly the gold ids (a composite is right only when every
+  part is found);
+- `single`: one predicted id, and it is a gold id; a prediction of several ids is wrong
+  (BELB's `strict` mode, the one BELHD's table uses).
 """
 from dataclasses import dataclass
 from functools import partial
@@ -14,6 +21,7 @@ from spacy.util import registry
 from .kb.entities import NIL, split_ids
 
 RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
+CREDIT_RULES = ("any_id", "exact", "single")
 
 
 @dataclass(frozen=True)
@@ -32,8 +40,23 @@ class MentionOutcome:
         return self.gold == (NIL,)
 
     @property
+    def predicted_ids(self) -> Tuple[str, ...]:
+        return gold_ids(self.predicted)
+
+    @property
     def correct(self) -> bool:
-        return self.predicted in self.gold
+        return self.credited("any_id")
+
+    def credited(self, rule: str) -> bool:
+        """Whether the prediction is right under `rule` (one of `CREDIT_RULES`)."""
+        predicted, gold = set(self.predicted_ids), set(self.gold)
+        if rule == "any_id":
+            return predicted <= gold
+        if rule == "exact":
+            return predicted == gold
+        if rule == "single":
+            return len(predicted) == 1 and predicted <= gold
+        raise ValueError(f"Unknown credit rule '{rule}'; expected one of {CREDIT_RULES}.")
 
     def rank(self) -> Optional[int]:
         """1-based rank of the first candidate matching the gold, or None."""
@@ -106,8 +129,9 @@ def recall_at_k(outcomes: Sequence[MentionOutcome], ks: Sequence[int] = RECALL_K
     return {k: sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for k in ks}
 
 
-def accuracy(outcomes: Sequence[MentionOutcome]) -> Optional[float]:
-    return sum(o.correct for o in outcomes) / len(outcomes) if outcomes else None
+def accuracy(outcomes: Sequence[MentionOutcome], rule: str = "any_id") -> Optional[float]:
+    """accuracy@1 under a credit rule (`CREDIT_RULES`)."""
+    return sum(o.credited(rule) for o in outcomes) / len(outcomes) if outcomes else None
 
 
 def nil_prf(outcomes: Sequence[MentionOutcome]) -> Dict[str, Optional[float]]:

@@ -149,12 +149,13 @@ def test_report_table_and_plot(tmp_path, capsys):
     metrics = tmp_path / "metrics"
     metrics.mkdir()
     (metrics / "tfidf_test.json").write_text(json.dumps(
-        {"recall@1": 0.719, "recall@8": 0.85, "recall@64": 0.894, "accuracy": 0.7, "mentions_per_second": 2000.0}))
+        {"recall@1": 0.719, "recall@8": 0.85, "recall@64": 0.894, "accuracy": 0.7, "accuracy_strict": 0.68,
+         "mentions_per_second": 2000.0}))
     (metrics / "retriever_test.json").write_text(json.dumps({"recall@1": 0.8, "recall@64": 0.95, "ari": 0.6}))
     assert main(["report", str(metrics), "--output", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
     assert "| retriever | 0.800 | - | 0.950 |" in text
-    assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | - | - | - | - | 2000.0 |" in text
+    assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | 0.680 | - | - | - | - | 2000.0 |" in text
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
     assert main(["report", str(tmp_path / "empty")]) == 1
 
