@@ -18,7 +18,8 @@ def load_pipeline(path: str):
 # Inference-time settings of arbo_linker that `evaluate --set` may change; the linker's
 # settings check each value.
 LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "transductive",
-                   "threshold", "top_k", "index_aliases", "candidate_source", "use_long_form", "context_chars")
+                   "threshold", "top_k", "index_aliases", "candidate_source", "use_long_form", "context_chars",
+                   "composites")
 
 
 def configured_pipeline(args: argparse.Namespace):

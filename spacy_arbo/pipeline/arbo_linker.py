@@ -1,7 +1,7 @@
 """`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them."""
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -29,6 +29,7 @@ from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, menti
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
 from .abbreviations import LongForms
+from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .gold_ents import with_gold_mentions
 from .links import best_above, write_link
@@ -37,6 +38,10 @@ logger = logging.getLogger("spacy_arbo")
 
 LINKINGS = ("independent", "clustering")
 SCOPES = ("batch", "doc")
+# How a coordinated mention ("breast and ovarian cancer") is linked: as one mention, split
+# into its parts whenever they name different entities, or split only when the parts'
+# retrieval scores average at least the whole mention's.
+COMPOSITES = ("whole", "split", "best")
 # A mention without a single word character ("  ", "--") names nothing: it is not linked.
 WORDLESS = re.compile(r"^\W*$")
 
@@ -59,7 +64,7 @@ use_markers = false
 """
 )["model"]
 
-for _attr in ("arbo_cluster", "arbo_path"):
+for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
     if not Span.has_extension(_attr):
         Span.set_extension(_attr, default=None)
 
@@ -76,6 +81,7 @@ class LinkerSettings(RetrievalSettings):
     use_gold_ents: bool = True
     context_chars: int = 0
     use_long_form: bool = False
+    composites: str = "split"
     linking: str = "independent"
     graph: str = "directed"
     knn_mentions: int = 8
@@ -89,6 +95,7 @@ class LinkerSettings(RetrievalSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("linking", self.linking, LINKINGS)
+        check_choice("composites", self.composites, COMPOSITES)
         check_choice("graph", self.graph, GRAPHS)
         check_choice("clustering_scope", self.clustering_scope, SCOPES)
         check_at_least(1, refresh_every=self.refresh_every)
@@ -102,7 +109,8 @@ class LinkerSettings(RetrievalSettings):
 @Language.factory(
     "arbo_linker",
     requires=["doc.ents"],
-    assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents", "span._.arbo_cluster", "span._.arbo_path"],
+    assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents", "span._.arbo_cluster", "span._.arbo_path",
+             "span._.arbo_parts"],
     default_config={
         "model": DEFAULT_MODEL,
         "objective": {"@losses": "spacy_arbo.in_batch.v1"},
@@ -130,13 +138,17 @@ class Link:
     kb_id: str
     cluster: Optional[int] = None
     path: Optional[List[Any]] = None
+    # A split composite mention: (part text, its kb_id, its ranked candidates) per part.
+    parts: Optional[List[Tuple[str, str, Candidates]]] = None
 
 
 class ArboLinker(ConfiguredPipe):
     """Links `doc.ents` to KB entities retrieved by a dual encoder over a FAISS index.
 
     Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and
-    `span._.kb_ents` (scispacy's shape): `[(kb_id, score), ...]`, best first.
+    `span._.kb_ents` (scispacy's shape): `[(kb_id, score), ...]`, best first. A composite
+    mention split into parts gets `ent.kb_id_` "ID1|ID2", `span._.arbo_parts` (per part: text,
+    kb_id, ranked candidates) and in `kb_ents` each part's best candidate first.
     """
 
     def __init__(
@@ -288,15 +300,38 @@ class ArboLinker(ConfiguredPipe):
         links: List[Link] = [Link([], NIL) for _ in located]
         linkable = [i for i, (_, span) in enumerate(located) if not WORDLESS.match(span.text)]
         if linkable:
-            mentions = self.mention_inputs([located[i][1] for i in linkable])
+            spans = [located[i][1] for i in linkable]
+            mentions = self.mention_inputs(spans)
+            parts = [composite_parts(s) if self.settings.composites != "whole" else [] for s in spans]
+            part_mentions = [replace(m, mention=text) for m, texts in zip(mentions, parts) for text in texts]
             if self.settings.linking == "independent":
-                decided = [Link(c, best_above(c, self.settings.threshold)) for c in self.candidates_for(mentions)]
+                ranked = self.candidates_for(mentions + part_mentions)
+                decided = [Link(c, best_above(c, self.settings.threshold)) for c in ranked[:len(mentions)]]
+                part_candidates = ranked[len(mentions):]
             else:
                 decided = self._cluster([located[i] for i in linkable], mentions)
+                part_candidates = self.candidates_for(part_mentions) if part_mentions else []
+            self._split_composites(decided, parts, part_candidates)
             for i, link in zip(linkable, decided):
                 links[i] = link
         remaining = iter(links)
         return [[next(remaining) for _ in spans] for spans in spans_per_doc]
+
+    def _split_composites(self, links: List[Link], parts: List[List[str]], part_candidates: List[Candidates]) -> None:
+        """Link a coordinated mention to each part's entity when they differ (`composites`)."""
+        remaining = iter(part_candidates)
+        for link, texts in zip(links, parts):
+            ranked = [next(remaining) for _ in texts]
+            decided = [(text, best_above(c, self.settings.threshold), c) for text, c in zip(texts, ranked)]
+            found = [(text, kb_id, c) for text, kb_id, c in decided if kb_id != NIL]
+            ids = list(dict.fromkeys(kb_id for _, kb_id, _ in found))
+            if len(ids) < 2:
+                continue
+            if self.settings.composites == "best" and link.kb_id != NIL:
+                if np.mean([c[0][1] for _, _, c in found]) < link.candidates[0][1]:
+                    continue
+            link.kb_id = "|".join(ids)
+            link.parts = decided
 
     def _cluster(self, located: List[Tuple[int, Span]], mentions: List[MentionInput]) -> List[Link]:
         """Clustering-based linking (`linking.mention_graph`): each mention links to its
@@ -342,6 +377,10 @@ class ArboLinker(ConfiguredPipe):
                 write_link(span, link.kb_id, link.candidates)
                 span._.arbo_cluster = link.cluster
                 span._.arbo_path = link.path
+                span._.arbo_parts = link.parts
+                if link.parts:
+                    firsts = {c[0][0]: c[0] for _, _, c in link.parts if c}
+                    span._.kb_ents = [*firsts.values(), *(c for c in link.candidates if c[0] not in firsts)]
 
     # Training and scoring ------------------------------------------------------------
 

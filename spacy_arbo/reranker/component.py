@@ -227,7 +227,11 @@ class MultiCrossReranker(ConfiguredPipe):
     def set_annotations(self, docs: Iterable[Doc], ranked_per_doc: List[List[Ranked]]) -> None:
         for doc, ranked_per_ent in zip(docs, ranked_per_doc):
             for ent, ranked in zip(doc.ents, ranked_per_ent):
-                write_link(ent, best_above(ranked, self.settings.threshold), ranked)
+                if ent.has_extension("arbo_parts") and ent._.arbo_parts:
+                    # A composite mention the linker split keeps its per-part ids.
+                    ent._.kb_candidates = ranked
+                else:
+                    write_link(ent, best_above(ranked, self.settings.threshold), ranked)
 
     # Training and scoring -------------------------------------------------------------------
 
