@@ -211,6 +211,8 @@ class ArboLinker(ConfiguredPipe):
         retriever = self._require_retriever()
         if self.settings.uses_dense and (self._stale or retriever.dense is None):
             self.refresh_index()
+        if self.settings.uses_dense and not retriever.dictionary_is_encoded:
+            retriever.encode_dictionary(self.encode_entities)
 
     def _require_kb(self) -> EntityStore:
         return self._require_retriever().kb
@@ -236,6 +238,19 @@ class ArboLinker(ConfiguredPipe):
         inputs = self.mention_inputs([ent for ent, _ in linked])
         self.corpus = TrainingMentions.collect((ent, mention, row) for (ent, row), mention in zip(linked, inputs))
         self._corpus_encoded_at = None
+
+    def set_dictionary(self, docs: Iterable[Doc]) -> int:
+        """Add the gold mentions of `docs` as extra names of their entities, searched beside
+        the KB's (BioSyn's dictionary augmentation, weighted by `dictionary_offset`), and
+        return how many distinct names there are. Composite and NIL mentions are left out;
+        with `use_long_form` an abbreviation is stored as its long form, as it is read."""
+        kb = self._require_retriever().kb
+        linked = [(ent, kb.row(ent.kb_id_)) for doc in docs for ent in doc.ents
+                  if ent.kb_id_ != NIL and ent.kb_id_ in kb]
+        inputs = self.mention_inputs([ent for ent, _ in linked])
+        retriever = self._require_retriever()
+        retriever.set_dictionary([(m.mention, row) for m, (_, row) in zip(inputs, linked)])
+        return len(retriever.dictionary)
 
     def _anchors(self) -> TrainingMentions:
         """The training mentions with vectors from the current weights."""

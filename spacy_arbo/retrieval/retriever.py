@@ -19,7 +19,7 @@ import srsly
 from ..encoders.templates import ENTITY_FIELDS, EntityInput, entity_inputs
 from ..kb.store import EntityStore
 from ..settings import check_at_least, check_choice, check_types
-from ..util import ArboError, PathLike
+from ..util import ArboError, PathLike, atomic_path
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 from .faiss_index import FaissIndex
 from .tfidf import TfidfAliasIndex
@@ -34,6 +34,7 @@ PREBUILT_INDEX_DIR = "index"
 # With alias vectors an entity owns several index rows: search this many times deeper so
 # that k distinct entities remain.
 ALIAS_OVERSAMPLE = 4
+DICTIONARY_FILE = "dictionary.json"
 
 EncodeEntities = Callable[[List[EntityInput]], np.ndarray]
 
@@ -51,6 +52,9 @@ class RetrievalSettings:
     index_aliases: bool = False
     batch_size: int = 64
     use_gpu_index: Optional[bool] = None
+    # Added to the scores of dictionary names (`EntityRetriever.set_dictionary`): above 0
+    # they win over KB names, below 0 they only break ties.
+    dictionary_offset: float = 0.0
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -92,6 +96,10 @@ class EntityRetriever:
         self.entity_vectors: Optional[np.ndarray] = None
         self._entity_inputs: Optional[List[EntityInput]] = None
         self._alias_pairs: Optional[List[Tuple[str, int]]] = None
+        # Extra names of entities (corpus mentions: BioSyn's dictionary augmentation), in an
+        # index of their own so that adding them encodes only them.
+        self.dictionary: List[Tuple[str, int]] = []
+        self.dictionary_index: Optional[FaissIndex] = None
 
     def configure(self, settings: RetrievalSettings) -> bool:
         """Take new settings; True when the entity texts changed, so the dense index must
@@ -141,6 +149,33 @@ class EntityRetriever:
         self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
         logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)
+        self.encode_dictionary(encode)
+
+    # Dictionary of extra names ---------------------------------------------------------
+
+    def set_dictionary(self, names: Sequence[Tuple[str, int]]) -> None:
+        """Extra (name, entity row) pairs searched beside the KB's names; encoded on the
+        next `encode_dictionary` or `refresh`."""
+        for text, row in names:
+            if not 0 <= row < len(self.kb):
+                raise ArboError(f"Dictionary name '{text}' points to entity row {row}; the KB has {len(self.kb)}.")
+        self.dictionary = list(dict.fromkeys((text, int(row)) for text, row in names if text.strip()))
+        self.dictionary_index = None
+
+    @property
+    def dictionary_is_encoded(self) -> bool:
+        return not self.dictionary or self.dictionary_index is not None
+
+    def encode_dictionary(self, encode: EncodeEntities) -> None:
+        """Encode the dictionary names as the entity tower reads an alias: the name, with
+        its entity's description."""
+        if not self.dictionary:
+            self.dictionary_index = None
+            return
+        descriptions = self.entity_inputs()
+        inputs = [EntityInput(text, descriptions[row].description) for text, row in self.dictionary]
+        rows = np.asarray([row for _, row in self.dictionary], dtype=np.int64)
+        self.dictionary_index = FaissIndex.build(encode(inputs), ids=rows, use_gpu=False)
 
     def is_current(self, encoder_fingerprint: str) -> bool:
         return self.dense is not None and self.dense.fingerprint == self.fingerprint(encoder_fingerprint)
@@ -182,6 +217,12 @@ class EntityRetriever:
                 raise ArboError("Dense candidates need an entity index and mention vectors: initialize first.")
             depth = k * (ALIAS_OVERSAMPLE if self.settings.index_aliases else 1)
             scores, rows = self.dense.search(mention_vectors, depth)
+            if self.dictionary_index is not None:
+                extra_scores, extra_rows = self.dictionary_index.search(mention_vectors, depth)
+                scores = np.hstack([scores, extra_scores + self.settings.dictionary_offset])
+                rows = np.hstack([rows, extra_rows])
+                order = np.argsort(-scores, axis=1, kind="stable")
+                scores, rows = np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
             ranked.append(rows_to_candidates(scores, rows, self.kb.ids, k))
         if self.settings.uses_tfidf:
             scores, rows = self.ensure_tfidf().search(list(mention_texts), k)
@@ -202,9 +243,27 @@ class EntityRetriever:
 
     # Serialization -----------------------------------------------------------------------
 
-    def index_bytes(self, include_dense: bool = True) -> Dict[str, Optional[bytes]]:
+    def dictionary_records(self) -> List[List[str]]:
+        return [[text, self.kb.ids[row]] for text, row in self.dictionary]
+
+    def load_dictionary_records(self, records: Any, origin: str) -> None:
+        """Read `dictionary_records` back: rows are stored as KB ids, so a KB rebuilt in
+        another order still gets the right entities."""
+        if not isinstance(records, list):
+            raise ArboError(f"{origin}: expected a list of [name, kb_id] pairs.")
+        names = []
+        for i, record in enumerate(records):
+            if not (isinstance(record, list) and len(record) == 2 and all(isinstance(v, str) for v in record)):
+                raise ArboError(f"{origin}: entry {i} is not a [name, kb_id] pair of strings.")
+            if record[1] not in self.kb:
+                raise ArboError(f"{origin}: entry {i} ('{record[0]}') names kb_id '{record[1]}', which the KB lacks.")
+            names.append((record[0], self.kb.row(record[1])))
+        self.set_dictionary(names)
+
+    def index_bytes(self, include_dense: bool = True) -> Dict[str, Any]:
         return {"dense": None if self.dense is None or not include_dense else self.dense.to_bytes(),
-                "tfidf": None if self.tfidf is None else self.tfidf.to_bytes()}
+                "tfidf": None if self.tfidf is None else self.tfidf.to_bytes(),
+                "dictionary": self.dictionary_records()}
 
     def load_index_bytes(self, data: Dict[str, Optional[bytes]]) -> None:
         """Indexes from `index_bytes`; a dense index from other weights or texts is kept
@@ -213,6 +272,7 @@ class EntityRetriever:
         self.dense = None if data.get("dense") is None else FaissIndex.from_bytes(data["dense"], use_gpu=use_gpu)
         self.tfidf = None if data.get("tfidf") is None else TfidfAliasIndex.from_bytes(
             data["tfidf"], expected_fingerprint=self.kb.fingerprint())
+        self.load_dictionary_records(data.get("dictionary", []), "serialized dictionary")
 
     def to_disk(self, path: PathLike, include_dense: bool = True) -> None:
         path = Path(path)
@@ -221,6 +281,9 @@ class EntityRetriever:
             self.dense.to_disk(path / "index")
         if self.tfidf is not None:
             self.tfidf.to_disk(path / "tfidf")
+        if self.dictionary:
+            with atomic_path(path / DICTIONARY_FILE) as tmp:
+                srsly.write_json(tmp, self.dictionary_records())
 
     def from_disk(self, path: PathLike) -> None:
         path = Path(path)
@@ -228,6 +291,15 @@ class EntityRetriever:
         self.dense = FaissIndex.from_disk(path / "index", use_gpu=use_gpu) if (path / "index").exists() else None
         self.tfidf = TfidfAliasIndex.from_disk(path / "tfidf", expected_fingerprint=self.kb.fingerprint()) \
             if (path / "tfidf").exists() else None
+        dictionary_file = path / DICTIONARY_FILE
+        if dictionary_file.exists():
+            try:
+                records = srsly.read_json(dictionary_file)
+            except ValueError as err:
+                raise ArboError(f"{dictionary_file}: not valid JSON ({err}).") from None
+            self.load_dictionary_records(records, str(dictionary_file))
+        else:
+            self.set_dictionary([])
 
 
 def exact_search(
