@@ -19,12 +19,16 @@ def load_pipeline(path: str):
 # settings check each value.
 LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "transductive",
                    "threshold", "top_k", "index_aliases", "candidate_source", "use_long_form", "context_chars",
-                   "composites")
+                   "composites", "dictionary_offset")
+# What `evaluate --protocol biosyn` changes for its second pass (BioSyn's query processing:
+# Ab3P long forms, composite mentions split); the dictionary comes from --augment-from.
+BIOSYN_SETTINGS = ["use_long_form=true", "composites=split"]
 
 
 def configured_pipeline(args: argparse.Namespace):
-    """The pipeline with `--set` applied and, with `--anchors-from`, the gold mentions of
-    that corpus as anchors for transductive clustering."""
+    """The pipeline with `--set` applied; with `--anchors-from`, the gold mentions of that
+    corpus as anchors for transductive clustering; with `--dictionary-from`, the gold
+    mentions of those corpora as extra entity names."""
     from .corpora import read_docbin
     from .pipeline.arbo_linker import arbo_linkers
 
@@ -36,7 +40,17 @@ def configured_pipeline(args: argparse.Namespace):
         for linker in linkers:
             linker.set_training_mentions(docs)
             linker.configure(transductive=True)
+    if args.dictionary_from:
+        set_dictionaries(linkers, args.dictionary_from)
     return nlp
+
+
+def set_dictionaries(linkers: List, paths: List[str]) -> None:
+    from .corpora import read_docbin
+
+    for linker in linkers:
+        docs = [doc for path in paths for doc in read_docbin(path, linker.vocab)]
+        print(f"{linker.name}: {linker.set_dictionary(docs):,} dictionary names from {', '.join(paths)}")
 
 
 def apply_settings(linkers: List, settings: List[str]) -> None:
@@ -163,12 +177,22 @@ def evaluate_command(args: argparse.Namespace) -> None:
     import srsly
 
     from .corpora import read_docbin
-    from .evaluation import evaluate_linking, format_metrics, gold_id_set
+    from .evaluation import BIOSYN_KEYS, evaluate_linking, format_metrics, gold_id_set
+    from .pipeline.arbo_linker import arbo_linkers
 
     nlp = configured_pipeline(args)
     docs = read_docbin(args.data, nlp.vocab)
     seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
     metrics = evaluate_linking(nlp, docs, seen_ids=seen)
+    if args.protocol == "biosyn":
+        if not args.augment_from:
+            raise ArboError("--protocol biosyn augments the dictionary with the training mentions: "
+                            "give --augment-from TRAIN.spacy [DEV.spacy].")
+        linkers = arbo_linkers(nlp)
+        apply_settings(linkers, BIOSYN_SETTINGS)
+        set_dictionaries(linkers, args.augment_from)
+        biosyn = evaluate_linking(nlp, docs, seen_ids=seen, skip_nil_gold=True)
+        metrics.update({f"biosyn_{key}": biosyn.get(key) for key in BIOSYN_KEYS})
     print(format_metrics(metrics))
     if args.output:
         with atomic_path(args.output) as tmp:
@@ -212,6 +236,8 @@ def _add_setting_arguments(cmd: argparse.ArgumentParser) -> None:
                      help=f"change an arbo_linker setting first, e.g. linking=clustering ({', '.join(LINKER_SETTINGS)})")
     cmd.add_argument("--anchors-from", metavar="TRAIN.spacy",
                      help="add this corpus's gold mentions as anchors for transductive clustering")
+    cmd.add_argument("--dictionary-from", nargs="+", metavar="TRAIN.spacy",
+                     help="add these corpora's gold mentions as extra names of their entities")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -277,6 +303,10 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
     cmd.add_argument("--output", help="write the metrics as JSON here")
+    cmd.add_argument("--protocol", choices=["strict", "biosyn"], default="strict",
+                     help="biosyn: also score a second pass under BioSyn's protocol (biosyn_* keys)")
+    cmd.add_argument("--augment-from", nargs="+", metavar="TRAIN.spacy",
+                     help="with --protocol biosyn: the corpora whose mentions augment the dictionary (train, dev)")
     _add_setting_arguments(cmd)
     cmd.set_defaults(func=evaluate_command)
 

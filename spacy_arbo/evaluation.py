@@ -38,14 +38,22 @@ def accuracies(outcomes: Sequence[MentionOutcome], group: str = "") -> Dict[str,
     return {f"accuracy{group}{suffix}": accuracy(outcomes, rule) for rule, suffix in RULE_SUFFIXES.items()}
 
 
+# The figures of the BioSyn-protocol pass that `evaluate --protocol biosyn` reports.
+BIOSYN_KEYS = ("accuracy", "accuracy_seen", "accuracy_unseen", "recall@1", "recall@64", "n_mentions")
+
+
 def evaluate_linking(
-    nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64
+    nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64,
+    skip_nil_gold: bool = False,
 ) -> Dict[str, Any]:
-    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them."""
+    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them; with
+    `skip_nil_gold`, mentions whose ids the KB lacks are left out (BioSyn removes them)."""
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold_docs, batch_size)
     elapsed = time.perf_counter() - start
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
+    if skip_nil_gold:
+        outcomes = [o for o in outcomes if not o.gold_is_nil]
     metrics: Dict[str, Any] = {f"recall@{k}": v for k, v in recall_at_k(outcomes, RECALL_KS).items()}
     metrics.update(accuracies(outcomes))
     if seen_ids is not None:

@@ -145,6 +145,27 @@ def test_evaluate_transductive_anchors_decide_links(linked):
     assert scores == [0.75, 0.5]
 
 
+def test_evaluate_dictionary_and_biosyn_protocol(linked, capsys):
+    tmp = linked
+    # A dictionary that says "cough" means fever: with a positive offset its name wins.
+    wrong = tmp / "dictionary.txt"
+    wrong.write_text(PUBTATOR.replace("cough\tDisease\tD003371", "cough\tDisease\tD005334"))
+    assert main(["convert", str(wrong), str(tmp / "dictionary.spacy"), "--kb", str(tmp / "kb")]) == 0
+    out = tmp / "dictionary.json"
+    argv = ["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out)]
+    assert main(argv) == 0
+    plain = json.loads(out.read_text())
+    assert main(argv + ["--dictionary-from", str(tmp / "dictionary.spacy"), "--set", "dictionary_offset=0.5"]) == 0
+    assert "arbo_linker: 2 dictionary names" in capsys.readouterr().out
+    assert (plain["accuracy"], json.loads(out.read_text())["accuracy"]) == (0.75, 0.5)
+    # BioSyn's pass leaves out the NIL mention (pyrexia's id is not in the KB): 3 of 3.
+    assert main(argv + ["--protocol", "biosyn"]) == 1
+    assert "--augment-from TRAIN.spacy" in capsys.readouterr().err
+    assert main(argv + ["--protocol", "biosyn", "--augment-from", str(tmp / "test.spacy")]) == 0
+    metrics = json.loads(out.read_text())
+    assert (metrics["accuracy"], metrics["biosyn_accuracy"], metrics["biosyn_n_mentions"]) == (0.75, 1.0, 3)
+
+
 def test_report_table_and_plot(tmp_path, capsys):
     metrics = tmp_path / "metrics"
     metrics.mkdir()
