@@ -139,6 +139,29 @@ def configure_command(args: argparse.Namespace) -> None:
           + (f" and the anchors of {args.anchors_from}" if args.anchors_from else ""))
 
 
+def pretrain_synonyms_command(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from .encoders.transformer import TransformerTower, encoder_path
+    from .kb.store import EntityStore
+    from .training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
+
+    kb = EntityStore.from_disk(args.kb_dir)
+    tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
+    sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
+    before = name_alignment(tower, sample)
+    losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
+                               learning_rate=args.learning_rate, seed=args.seed, max_steps=args.max_steps)
+    after = name_alignment(tower, sample)
+    with atomic_path(args.out_dir) as tmp:
+        tower.encoder.save_pretrained(tmp)
+        tower.tokenizer.save_pretrained(tmp)
+    print(f"{len(losses):,} steps, loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-20:]):.3f}; mean cosine of "
+          f"synonyms {before[0]:.3f} -> {after[0]:.3f}, of other names {before[1]:.3f} -> {after[1]:.3f} "
+          f"({len(sample):,} pairs)")
+    print(f"Wrote {args.out_dir}: train the retriever from it with --paths.encoder {args.out_dir}")
+
+
 def tune_reranker_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
     from .reranker.tuning import DEFAULT_WEIGHTS, tune_retrieval_weight
@@ -284,6 +307,18 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("output")
     _add_setting_arguments(cmd)
     cmd.set_defaults(func=configure_command)
+
+    cmd = commands.add_parser("pretrain-synonyms", help="align the names of each KB entity in an encoder (SapBERT's recipe)")
+    cmd.add_argument("kb_dir", help="entity store directory")
+    cmd.add_argument("out_dir", help="where to write the encoder (a Hugging Face model directory)")
+    cmd.add_argument("--encoder", help="encoder to start from (default: the offline MiniLM)")
+    cmd.add_argument("--epochs", type=int, default=1)
+    cmd.add_argument("--batch-size", type=int, default=128, help="name pairs per step")
+    cmd.add_argument("--learning-rate", type=float, default=2e-5)
+    cmd.add_argument("--max-length", type=int, default=25, help="word pieces per name")
+    cmd.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0: every pair once per epoch)")
+    cmd.add_argument("--seed", type=int, default=0)
+    cmd.set_defaults(func=pretrain_synonyms_command)
 
     cmd = commands.add_parser("tune-reranker", help="choose the reranker's retrieval_weight on a dev set and store it")
     cmd.add_argument("pipeline", help="a pipeline with a retriever and a multi_cross_reranker")

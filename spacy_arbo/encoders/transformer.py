@@ -3,7 +3,7 @@ import io
 from functools import partial
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import srsly
 import torch
@@ -144,6 +144,13 @@ def build_transformer_tower(
         raise ArboError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}.")
 
     return partial(TransformerTower.from_pretrained, name, pooling, max_length, use_markers)
+
+
+@registry.misc("spacy_arbo.encoder_path.v1")
+def encoder_path(path: Optional[str] = None) -> str:
+    """`path` (e.g. an encoder from `python -m spacy_arbo pretrain-synonyms`), or the
+    default MiniLM when it is null: one config serves both."""
+    return default_encoder_path() if path is None else str(path)
 
 
 @registry.misc("spacy_arbo.default_encoder_path.v1")
