@@ -81,7 +81,7 @@ class LinkerSettings(RetrievalSettings):
     use_gold_ents: bool = True
     context_chars: int = 0
     use_long_form: bool = False
-    composites: str = "split"
+    composites: str = "best"
     linking: str = "independent"
     graph: str = "directed"
     knn_mentions: int = 8
