@@ -2,7 +2,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from .util import ArboError, atomic_path
 
@@ -45,12 +45,18 @@ def configured_pipeline(args: argparse.Namespace):
     return nlp
 
 
-def set_dictionaries(linkers: List, paths: List[str]) -> None:
+def set_dictionaries(linkers: List, paths: List[str], evaluated: Sequence = ()) -> None:
+    """The gold mentions of `paths` as dictionary names; documents that are also being
+    `evaluated` (same doc id, or same text) are left out, so that no test mention is its own
+    dictionary entry (BC5CDR's evaluation split is its dev set)."""
     from .corpora import read_docbin
 
+    held_out = {doc.user_data.get("doc_id") or doc.text for doc in evaluated}
     for linker in linkers:
         docs = [doc for path in paths for doc in read_docbin(path, linker.vocab)]
-        print(f"{linker.name}: {linker.set_dictionary(docs):,} dictionary names from {', '.join(paths)}")
+        kept = [doc for doc in docs if (doc.user_data.get("doc_id") or doc.text) not in held_out]
+        note = f" (left out {len(docs) - len(kept):,} documents under evaluation)" if len(kept) < len(docs) else ""
+        print(f"{linker.name}: {linker.set_dictionary(kept):,} dictionary names from {', '.join(paths)}{note}")
 
 
 def apply_settings(linkers: List, settings: List[str]) -> None:
@@ -213,7 +219,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
                             "give --augment-from TRAIN.spacy [DEV.spacy].")
         linkers = arbo_linkers(nlp)
         apply_settings(linkers, BIOSYN_SETTINGS)
-        set_dictionaries(linkers, args.augment_from)
+        set_dictionaries(linkers, args.augment_from, evaluated=docs)
         biosyn = evaluate_linking(nlp, docs, seen_ids=seen, skip_nil_gold=True)
         metrics.update({f"biosyn_{key}": biosyn.get(key) for key in BIOSYN_KEYS})
     print(format_metrics(metrics))

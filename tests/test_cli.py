@@ -161,8 +161,10 @@ def test_evaluate_dictionary_and_biosyn_protocol(linked, capsys):
     # BioSyn's pass leaves out the NIL mention (pyrexia's id is not in the KB): 3 of 3.
     assert main(argv + ["--protocol", "biosyn"]) == 1
     assert "--augment-from TRAIN.spacy" in capsys.readouterr().err
-    assert main(argv + ["--protocol", "biosyn", "--augment-from", str(tmp / "test.spacy")]) == 0
+    assert main(argv + ["--protocol", "biosyn", "--augment-from", str(tmp / "dictionary.spacy")]) == 0
     metrics = json.loads(out.read_text())
+    # The dictionary's document is the evaluated one (same PMID): it is left out.
+    assert "left out 1 documents under evaluation" in capsys.readouterr().out
     assert (metrics["accuracy"], metrics["biosyn_accuracy"], metrics["biosyn_n_mentions"]) == (0.75, 1.0, 3)
 
 
