@@ -39,7 +39,8 @@ def test_corpus_variable_selects_every_path(tmp_path):
             f"--paths.train corpus/{corpus}/train.spacy --paths.dev corpus/{corpus}/dev.spacy --paths.kb kb ")
         assert commands["evaluate-reranker"]["script"] == [
             f"python -m spacy_arbo evaluate training/{corpus}/reranker/model-best corpus/{corpus}/test.spacy "
-            f"--seen-from corpus/{corpus}/train.spacy --output metrics/{corpus}/reranker_test.json"]
+            f"--seen-from corpus/{corpus}/train.spacy --output metrics/{corpus}/reranker_test.json "
+            f"--protocol biosyn --augment-from corpus/{corpus}/train.spacy corpus/{corpus}/dev.spacy"]
         assert commands["report"]["script"] == [
             f"python -m spacy_arbo report metrics/{corpus} --output metrics/{corpus}/report.md"]
         assert commands["convert-quick"]["outputs"] == [
