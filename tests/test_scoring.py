@@ -33,6 +33,9 @@ def test_accuracy_under_each_rule():
     assert accuracy(outcomes, "single") == 0.5
     assert accuracies(outcomes, "_seen") == {"accuracy_seen": 0.75, "accuracy_seen_strict": 0.5,
                                              "accuracy_seen_belb": 0.5}
+    # A NIL gold mention counts for the other rules, not for BELB's (its corpora drop them).
+    with_nil = outcomes + [outcome("", "MESH:D1")]
+    assert accuracies(with_nil) == {"accuracy": 0.6, "accuracy_strict": 0.4, "accuracy_belb": 0.5}
     assert accuracy([]) is None
     with pytest.raises(ValueError, match="credit rule 'lenient'"):
         outcome("MESH:D1", "MESH:D1").credited("lenient")
