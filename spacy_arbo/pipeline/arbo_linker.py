@@ -244,11 +244,10 @@ class ArboLinker(ConfiguredPipe):
         the KB's (BioSyn's dictionary augmentation, weighted by `dictionary_offset`), and
         return how many distinct names there are. Composite and NIL mentions are left out;
         with `use_long_form` an abbreviation is stored as its long form, as it is read."""
-        kb = self._require_retriever().kb
-        linked = [(ent, kb.row(ent.kb_id_)) for doc in docs for ent in doc.ents
-                  if ent.kb_id_ != NIL and ent.kb_id_ in kb]
-        inputs = self.mention_inputs([ent for ent, _ in linked])
         retriever = self._require_retriever()
+        linked = [(ent, retriever.kb.row(ent.kb_id_)) for doc in docs for ent in doc.ents
+                  if ent.kb_id_ != NIL and ent.kb_id_ in retriever.kb]
+        inputs = self.mention_inputs([ent for ent, _ in linked])
         retriever.set_dictionary([(m.mention, row) for m, (_, row) in zip(inputs, linked)])
         return len(retriever.dictionary)
 
