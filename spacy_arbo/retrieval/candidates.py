@@ -1,5 +1,5 @@
 """Ranked (kb_id, score) candidates: from search results, and merged across sources."""
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 Candidates = List[Tuple[str, float]]
@@ -33,18 +33,28 @@ def rows_to_candidates(scores: np.ndarray, rows: np.ndarray, ids: Sequence[str],
     return result
 
 
-def fuse_candidates(sources: Sequence[List[Candidates]], k: int) -> List[Candidates]:
-    """Merge ranked lists from several sources by reciprocal rank fusion.
+def fuse_candidates(
+    sources: Sequence[List[Candidates]], k: int, weights: Optional[Sequence[float]] = None
+) -> List[Candidates]:
+    """Merge ranked lists from several sources.
 
-    Scores of a dense encoder and of TF-IDF live on different scales, so only ranks are
-    combined; the fused score is sum(1 / (RRF_K + rank)).
+    Without `weights`, by reciprocal rank fusion: a dense encoder's and TF-IDF's scores live
+    on different scales, so only ranks count, sum(1 / (RRF_K + rank)). With `weights`, by the
+    weighted sum of the scores, as BioSyn adds its sparse and dense scores; an entity missing
+    from a source's list takes the lowest score that list shows (its score there is at most that).
     """
     fused = []
     for per_source in zip(*sources):
         totals: Dict[str, float] = {}
-        for ranked in per_source:
-            for rank, (kb_id, _score) in enumerate(ranked, start=1):
-                totals[kb_id] = totals.get(kb_id, 0.0) + 1.0 / (RRF_K + rank)
+        if weights is None:
+            for ranked in per_source:
+                for rank, (kb_id, _score) in enumerate(ranked, start=1):
+                    totals[kb_id] = totals.get(kb_id, 0.0) + 1.0 / (RRF_K + rank)
+        else:
+            scores = [dict(ranked) for ranked in per_source]
+            floors = [min(by_id.values(), default=0.0) for by_id in scores]
+            for kb_id in dict.fromkeys(kb_id for ranked in per_source for kb_id, _ in ranked):
+                totals[kb_id] = sum(w * by_id.get(kb_id, floor) for w, by_id, floor in zip(weights, scores, floors))
         best = sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:k]
         fused.append([(kb_id, float(score)) for kb_id, score in best])
     return fused

@@ -55,6 +55,8 @@ class RetrievalSettings:
     # Added to the scores of dictionary names (`EntityRetriever.set_dictionary`): above 0
     # they win over KB names, below 0 they only break ties.
     dictionary_offset: float = 0.0
+    # "hybrid" fusion: null for reciprocal rank fusion, else dense score + this x TF-IDF score.
+    sparse_weight: Optional[float] = None
 
     def __post_init__(self) -> None:
         check_types(self)
@@ -227,7 +229,10 @@ class EntityRetriever:
         if self.settings.uses_tfidf:
             scores, rows = self.ensure_tfidf().search(list(mention_texts), k)
             ranked.append(rows_to_candidates(scores, rows, self.kb.ids, k))
-        return ranked[0] if len(ranked) == 1 else fuse_candidates(ranked, k)
+        if len(ranked) == 1:
+            return ranked[0]
+        weights = None if self.settings.sparse_weight is None else (1.0, self.settings.sparse_weight)
+        return fuse_candidates(ranked, k, weights)
 
     def nearest_entities(self, vectors: np.ndarray, k: int) -> np.ndarray:
         """(n, k) entity rows by decreasing score, distinct per row, -1 padded: negatives."""

@@ -70,3 +70,17 @@ def test_index_bytes_round_trip(toy_kb):
 def test_bad_settings_name_the_setting(bad):
     with pytest.raises(ArboError, match=next(iter(bad))):
         RetrievalSettings(**bad)
+
+
+def test_fusion_by_rank_and_by_weighted_score():
+    from spacy_arbo.retrieval.candidates import RRF_K, fuse_candidates
+
+    dense = [[("A", 0.9), ("B", 0.8), ("C", 0.6)]]
+    sparse = [[("C", 1.0), ("B", 0.2)]]
+    by_rank = fuse_candidates([dense, sparse], k=3)[0]
+    assert [kb_id for kb_id, _ in by_rank] == ["C", "B", "A"]
+    assert by_rank[0][1] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+    # A is missing from the sparse list: it takes that list's lowest score, 0.2.
+    weighted = fuse_candidates([dense, sparse], k=3, weights=(1.0, 0.5))[0]
+    assert weighted == [("C", pytest.approx(1.1)), ("A", pytest.approx(1.0)), ("B", pytest.approx(0.9))]
+    assert fuse_candidates([dense, [[]]], k=2, weights=(1.0, 0.5))[0] == [("A", 0.9), ("B", 0.8)]
