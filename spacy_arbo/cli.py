@@ -51,11 +51,14 @@ def set_dictionaries(linkers: List, paths: List[str], evaluated: Sequence = ()) 
     dictionary entry (BC5CDR's evaluation split is its dev set)."""
     from .corpora import read_docbin
 
+    if not linkers:
+        return
     held_out = {doc.user_data.get("doc_id") or doc.text for doc in evaluated}
+    # The linkers of one pipeline share its vocab: the corpora are read once.
+    docs = [doc for path in paths for doc in read_docbin(path, linkers[0].vocab)]
+    kept = [doc for doc in docs if (doc.user_data.get("doc_id") or doc.text) not in held_out]
+    note = f" (left out {len(docs) - len(kept):,} documents under evaluation)" if len(kept) < len(docs) else ""
     for linker in linkers:
-        docs = [doc for path in paths for doc in read_docbin(path, linker.vocab)]
-        kept = [doc for doc in docs if (doc.user_data.get("doc_id") or doc.text) not in held_out]
-        note = f" (left out {len(docs) - len(kept):,} documents under evaluation)" if len(kept) < len(docs) else ""
         print(f"{linker.name}: {linker.set_dictionary(kept):,} dictionary names from {', '.join(paths)}{note}")
 
 

@@ -414,10 +414,6 @@ class NamedCorpus:
     def splits(self) -> Dict[str, str]:
         return {"train": self.train, "dev": self.dev, "test": self.test}
 
-    @property
-    def test_is_dev(self) -> bool:
-        return self.test == self.dev
-
 
 NAMED_CORPORA: Dict[str, NamedCorpus] = {
     corpus.name: corpus for corpus in (
@@ -474,21 +470,21 @@ def convert_named_corpus(
         if not source.is_file():
             raise ArboError(f"Corpus '{name}': {split} file '{source}' does not exist.")
     limits = limits or {}
-    done: Dict[Tuple[Path, int], str] = {}
+    done: Dict[Tuple[Path, int], SplitConversion] = {}
     results = []
     for split, source in sources.items():
         output = out_dir / f"{split}.spacy"
         limit = limits.get(split, 0)
-        same_as = done.get((source, limit), "")
-        if same_as:
-            report = next(r.report for r in results if r.split == same_as)
+        earlier = done.get((source, limit))
+        if earlier is not None:
             with atomic_path(output) as tmp:
-                shutil.copyfile(out_dir / f"{same_as}.spacy", tmp)
+                shutil.copyfile(earlier.output, tmp)
+            result = SplitConversion(split, source, output, earlier.report, earlier.split)
         else:
             docs, report = convert_corpus(source, kb=kb, types=corpus.types, fmt="pubtator", limit=limit)
             write_docbin(docs, output)
-            done[source, limit] = split
-        results.append(SplitConversion(split, source, output, report, same_as))
+            result = done[source, limit] = SplitConversion(split, source, output, report)
+        results.append(result)
     return results
 
 

@@ -7,7 +7,7 @@ minutes on a CPU, and it teaches the encoder synonyms that no training mention s
 (the entities the corpus never mentions).
 """
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -56,6 +56,11 @@ def multi_positive_infonce(vectors: torch.Tensor, labels: torch.Tensor, scale: f
     return (log_all - log_positive).mean()
 
 
+def pair_inputs(batch: Sequence[SynonymPair]) -> List[EntityInput]:
+    """The batch's names, then their synonyms, as the entity tower reads a name."""
+    return [EntityInput(p.name, "") for p in batch] + [EntityInput(p.synonym, "") for p in batch]
+
+
 def batches(pairs: Sequence[SynonymPair], size: int) -> Iterator[Sequence[SynonymPair]]:
     for start in range(0, len(pairs), size):
         batch = pairs[start: start + size]
@@ -74,7 +79,6 @@ def pretrain_synonyms(
     seed: int = 0,
     max_steps: Optional[int] = None,
     progress: bool = True,
-    on_step: Optional[Callable[[int, float], None]] = None,
 ) -> List[float]:
     """Train `tower` in place on the KB's synonym pairs; the loss of every step."""
     if epochs < 1 or batch_size < 2 or learning_rate <= 0:
@@ -96,17 +100,14 @@ def pretrain_synonyms(
             for batch in batches(pairs, batch_size):
                 if len(losses) == total:
                     break
-                texts = [EntityInput(p.name, "") for p in batch] + [EntityInput(p.synonym, "") for p in batch]
                 labels = torch.tensor([p.row for p in batch] * 2)
-                loss = multi_positive_infonce(tower.encode_entities(texts), labels, scale)
+                loss = multi_positive_infonce(tower.encode_entities(pair_inputs(batch)), labels, scale)
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 losses.append(float(loss.detach()))
                 bar.update(1)
                 bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-                if on_step is not None:
-                    on_step(len(losses), losses[-1])
     tower.eval()
     return losses
 
@@ -117,8 +118,7 @@ def name_alignment(tower: Tower, pairs: Sequence[SynonymPair], batch_size: int =
     with torch.no_grad():
         vectors = []
         for batch in batches(pairs, batch_size):
-            texts = [EntityInput(p.name, "") for p in batch] + [EntityInput(p.synonym, "") for p in batch]
-            encoded = torch.nn.functional.normalize(tower.encode_entities(texts), dim=-1)
+            encoded = torch.nn.functional.normalize(tower.encode_entities(pair_inputs(batch)), dim=-1)
             vectors.append((encoded[: len(batch)], encoded[len(batch):]))
     names = torch.cat([a for a, _ in vectors])
     synonyms = torch.cat([b for _, b in vectors])
