@@ -9,8 +9,8 @@ CTD_HEADER = ("# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tP
               "ParentTreeNumbers\tSynonyms\tSlimMappings\n#\n")
 
 
-def ctd_line(name, did, alt="", definition="", synonyms="", slims=""):
-    return "\t".join([name, did, alt, definition, "", "", "", synonyms, slims]) + "\n"
+def ctd_line(name, did, alt="", definition="", synonyms="", slims="", parents=""):
+    return "\t".join([name, did, alt, definition, parents, "", "", synonyms, slims]) + "\n"
 
 
 def hashed_model(seed=0):

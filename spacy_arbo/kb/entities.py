@@ -11,7 +11,8 @@ _PREFIXED = re.compile(r"^([A-Za-z][A-Za-z_]*):(.+)$")
 
 @dataclass(frozen=True)
 class Entity:
-    """One KB concept, in the shape of scispacy's JSONL records plus alternative ids."""
+    """One KB concept, in the shape of scispacy's JSONL records plus alternative ids and
+    parent concepts (CTD's ParentIDs: GER's entity-side knowledge units read their names)."""
 
     id: str
     name: str
@@ -19,6 +20,7 @@ class Entity:
     definition: str = ""
     types: Tuple[str, ...] = ()
     alt_ids: Tuple[str, ...] = field(default=())
+    parents: Tuple[str, ...] = ()
 
 
 def split_ids(kb_id: str) -> Tuple[str, ...]:

@@ -60,7 +60,7 @@ def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
     for number, where, record in read_json_objects(path):
         concept_id = _text_field(record, "concept_id", where, allow_int=True)
         name = _text_field(record, "canonical_name", where)
-        for key in ("aliases", "types", "alt_ids"):
+        for key in ("aliases", "types", "alt_ids", "parents"):
             value = record.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ArboError(f"{where}: field '{key}' must be a list of strings.")
@@ -74,6 +74,7 @@ def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
             definition=definition.strip(),
             types=tuple(record.get("types", [])),
             alt_ids=tuple(normalize_id(a) for a in record.get("alt_ids", []) if a.strip()),
+            parents=tuple(normalize_id(a) for a in record.get("parents", []) if a.strip()),
         )
 
 
@@ -88,7 +89,7 @@ def read_ctd(path: PathLike) -> Iterator[Tuple[int, Entity]]:
                 f"{path}:{number}: expected {CTD_COLUMNS} tab-separated CTD columns, "
                 f"found {len(fields)}."
             )
-        name, disease_id, alt_ids, definition, _parents, tree, _ptree, synonyms, slims = fields
+        name, disease_id, alt_ids, definition, parents, tree, _ptree, synonyms, slims = fields
         if not name.strip() or not disease_id.strip():
             raise ArboError(f"{path}:{number}: empty DiseaseName or DiseaseID.")
         yield number, Entity(
@@ -98,6 +99,7 @@ def read_ctd(path: PathLike) -> Iterator[Tuple[int, Entity]]:
             definition=definition.strip(),
             types=_split(slims),
             alt_ids=tuple(normalize_id(a) for a in _split(alt_ids)),
+            parents=tuple(normalize_id(a) for a in _split(parents)),
         )
 
 
@@ -178,4 +180,6 @@ def write_jsonl(store: EntityStore, path: PathLike) -> None:
                 }
                 if e.alt_ids:
                     record["alt_ids"] = list(e.alt_ids)
+                if e.parents:
+                    record["parents"] = list(e.parents)
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")

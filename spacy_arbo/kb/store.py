@@ -106,6 +106,8 @@ class EntityStore:
         digest = hashlib.sha1()
         for e in self._entities:
             digest.update("\x1f".join((e.id, e.name, e.definition, *e.aliases)).encode("utf8"))
+            if e.parents:  # KBs without parents keep the fingerprints they had before parents existed
+                digest.update(("\x1d" + "\x1f".join(e.parents)).encode("utf8"))
             digest.update(b"\x1e")
         return digest.hexdigest()
 
@@ -124,6 +126,7 @@ class EntityStore:
             "definitions": [e.definition for e in self._entities],
             "types": [list(e.types) for e in self._entities],
             "alt_ids": [list(e.alt_ids) for e in self._entities],
+            "parents": [list(e.parents) for e in self._entities],
         }
 
     @classmethod
@@ -134,12 +137,14 @@ class EntityStore:
                     f"{origin}: format version {data['format_version']} is not supported "
                     f"(expected {FORMAT_VERSION}); rebuild it with `python -m spacy_arbo build-kb`."
                 )
+            # Stores written before parents were kept have none.
+            parents = data.get("parents") or [[] for _ in data["ids"]]
             columns = zip(
                 data["ids"], data["names"], data["aliases"], data["definitions"],
-                data["types"], data["alt_ids"],
+                data["types"], data["alt_ids"], parents,
             )
             entities = [
-                Entity(i, n, tuple(a), d, tuple(t), tuple(x)) for i, n, a, d, t, x in columns
+                Entity(i, n, tuple(a), d, tuple(t), tuple(x), tuple(p)) for i, n, a, d, t, x, p in columns
             ]
         except (KeyError, TypeError) as err:
             raise ArboError(f"{origin}: corrupt entity store ({err!r}).") from None

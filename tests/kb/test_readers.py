@@ -18,7 +18,7 @@ def ctd_file(tmp_path):
         f.write(ctd_line("Diabetes Mellitus", "MESH:D003920", definition="A metabolic disease.",
                          synonyms="DM|diabetes mellitus|Diabetes", slims="Metabolic disease"))
         f.write(ctd_line("Wilson disease", "MESH:D006527", alt="OMIM:277900|DO:DOID:893",
-                         synonyms="Hepatolenticular Degeneration"))
+                         synonyms="Hepatolenticular Degeneration", parents="D008661|MESH:D030342"))
     return path
 
 
@@ -42,6 +42,7 @@ def test_read_ctd(ctd_file):
     assert dm.aliases == ("DM", "Diabetes")
     assert dm.types == ("Metabolic disease",)
     assert store["MESH:D006527"].alt_ids == ("OMIM:277900", "DO:DOID:893")
+    assert store["MESH:D006527"].parents == ("MESH:D008661", "MESH:D030342") and dm.parents == ()
     assert store.resolve("D006527") == "MESH:D006527"
     assert store.resolve("OMIM:277900") == "MESH:D006527"
     assert store.resolve("omim:277900") == "MESH:D006527"

@@ -8,7 +8,7 @@ from spacy_arbo.util import ArboError
 def make_store():
     return EntityStore([
         Entity("MESH:D1", "Fever", ("Pyrexia", "fever"), "High temperature.", ("T1",)),
-        Entity("MESH:D2", "Cough", alt_ids=("OMIM:42",)),
+        Entity("MESH:D2", "Cough", alt_ids=("OMIM:42",), parents=("MESH:D1",)),
     ], source="toy")
 
 
@@ -49,6 +49,14 @@ def test_disk_and_bytes_round_trip(tmp_path):
 def test_fingerprint_changes_with_content():
     store = make_store()
     assert store.fingerprint() != store.subset(lambda e: e.id == "MESH:D1").fingerprint()
+    orphan = EntityStore([e if e.id == "MESH:D1" else Entity(e.id, e.name, alt_ids=e.alt_ids) for e in store])
+    assert orphan.fingerprint() != store.fingerprint()
+
+
+def test_stores_written_before_parents_load():
+    data = make_store().to_dict()
+    del data["parents"]
+    assert [e.parents for e in EntityStore.from_dict(data)] == [(), ()]
 
 
 def test_missing_and_corrupt_store(tmp_path):
