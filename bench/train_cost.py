@@ -1,5 +1,5 @@
 """What a retriever update costs, and what the same wall-clock budget buys: today's
-`configs/retriever.cfg` against cheaper settings, side by side in one process, on NCBI
+`configs/retriever_plain.cfg` against cheaper settings, side by side in one process, on NCBI
 Disease train/dev + CTD.
 
     python bench/train_cost.py [--data DIR] [--budget-minutes 10] [--eval-minutes 2.5 5 10]
@@ -26,7 +26,7 @@ from spacy_arbo.evaluation import evaluate_linking
 from spacy_arbo.kb.readers import read_kb
 
 ROOT = Path(__file__).resolve().parents[1]
-# Config overrides per variant; "today" is configs/retriever.cfg as shipped.
+# Config overrides per variant; "today" is configs/retriever_plain.cfg as shipped.
 VARIANTS: Dict[str, Dict[str, Any]] = {
     "today": {},
     "cached_negatives": {"components.arbo_linker.objective.entity_cache": "negatives"},
@@ -51,7 +51,7 @@ def prepare(data: Path, work: Path) -> Dict[str, Path]:
 
 def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], budgets: List[float],
                 seed: int) -> Dict[str, Any]:
-    config = load_config(ROOT / "configs" / "retriever.cfg", overrides={
+    config = load_config(ROOT / "configs" / "retriever_plain.cfg", overrides={
         "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]), "paths.kb": str(paths["kb"]),
         "system.seed": seed, "training.seed": seed, **overrides,
     })

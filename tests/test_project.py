@@ -35,7 +35,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
             f"python -m spacy_arbo convert-corpus {corpus} assets corpus/{corpus} --kb kb"]
         assert commands["convert"]["outputs"] == [f"corpus/{corpus}/{s}.spacy" for s in ("train", "dev", "test")]
         assert commands["train-retriever"]["script"][0].startswith(
-            f"python -m spacy train configs/retriever.cfg --output training/{corpus}/retriever "
+            f"python -m spacy train configs/retriever_plain.cfg --output training/{corpus}/retriever "
             f"--paths.train corpus/{corpus}/train.spacy --paths.dev corpus/{corpus}/dev.spacy --paths.kb kb ")
         assert commands["evaluate-reranker"]["script"] == [
             f"python -m spacy_arbo evaluate training/{corpus}/reranker/model-best corpus/{corpus}/test.spacy "
@@ -53,6 +53,13 @@ def test_corpus_variable_selects_every_path(tmp_path):
             for path in words + command.get("deps", []) + command.get("outputs", []):
                 if path.startswith(("corpus/", "training/", "metrics/")) and not path.startswith(KB_ONLY_PIPELINES):
                     assert path.split("/")[1] == corpus, (command["name"], path)
+
+
+def test_tower_variable_selects_the_retriever_config(tmp_path):
+    for tower in ("plain", "graph"):
+        command = project_config(tmp_path, tower=tower)["train-retriever"]
+        assert command["script"][0].startswith(f"python -m spacy train configs/retriever_{tower}.cfg ")
+        assert f"configs/retriever_{tower}.cfg" in command["deps"] and (ROOT / command["deps"][0]).exists()
 
 
 def test_named_corpora_are_fetched_and_converted_from_the_assets():

@@ -2,20 +2,23 @@
 import hashlib
 import io
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import srsly
 import torch
 from torch import nn
 
 from ..util import ArboError
+from .graph import GraphTower
 from .hashed import HashedNgramTower
 from .templates import EntityInput, MentionInput
 from .tower import Tower
 from .transformer import TransformerTower
 
 SIMILARITIES = ("cosine", "dot")
-TOWER_KINDS: Dict[str, type] = {TransformerTower.kind: TransformerTower, HashedNgramTower.kind: HashedNgramTower}
+TOWER_KINDS: Dict[str, type] = {
+    TransformerTower.kind: TransformerTower, HashedNgramTower.kind: HashedNgramTower, GraphTower.kind: GraphTower,
+}
 
 
 class DualEncoder(nn.Module):
@@ -49,6 +52,12 @@ class DualEncoder(nn.Module):
     @property
     def dim(self) -> int:
         return self.mention_tower.dim
+
+    @property
+    def knowledge_sides(self) -> Tuple[str, ...]:
+        """The inputs whose knowledge units (triplets) a graph tower reads."""
+        sides = [("mentions", self.mention_tower), ("entities", self.entity_tower)]
+        return tuple(side for side, tower in sides if side in getattr(tower, "knowledge_sides", ()))
 
     @property
     def scale(self) -> torch.Tensor:

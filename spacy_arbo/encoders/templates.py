@@ -5,7 +5,7 @@ ArboEL/BLINK templates: mention `ctx_left [START] mention [END] ctx_right`, enti
 only decides which text goes into which slot.
 """
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Span
 
@@ -15,30 +15,38 @@ START, END, TITLE = "[START]", "[END]", "[TITLE]"
 MARKERS = (START, END, TITLE)
 ENTITY_FIELDS = ("definition", "aliases")
 
+# A knowledge unit (GER): subject, predicate and object, each a short text.
+Triplet = Tuple[str, str, str]
+
 
 @dataclass(frozen=True)
 class MentionInput:
     left: str
     mention: str
     right: str
+    # Read only by graph towers (`spacy_arbo.GraphTower.v1`); empty for the others.
+    triplets: Tuple[Triplet, ...] = ()
 
 
 @dataclass(frozen=True)
 class EntityInput:
     title: str
     description: str
+    triplets: Tuple[Triplet, ...] = ()
 
 
-def mention_input(span: Span, context_chars: int, long_form: Optional[str] = None) -> MentionInput:
+def mention_input(span: Span, context_chars: int, long_form: Optional[str] = None,
+                  triplets: Sequence[Triplet] = ()) -> MentionInput:
     """The mention text (or the long form of an abbreviation, when given) with up to
     `context_chars` characters of context on each side."""
     text = span.doc.text
     left = text[max(0, span.start_char - context_chars): span.start_char] if context_chars else ""
     right = text[span.end_char: span.end_char + context_chars] if context_chars else ""
-    return MentionInput(left.strip(), long_form or span.text, right.strip())
+    return MentionInput(left.strip(), long_form or span.text, right.strip(), tuple(triplets))
 
 
-def entity_input(entity: Entity, fields: Sequence[str], max_aliases: int = 8) -> EntityInput:
+def entity_input(entity: Entity, fields: Sequence[str], max_aliases: int = 8,
+                 triplets: Sequence[Triplet] = ()) -> EntityInput:
     """Description = the chosen fields in order; CTD lacks definitions for 60% of entities,
     so aliases often carry the most signal."""
     parts: List[str] = []
@@ -47,9 +55,10 @@ def entity_input(entity: Entity, fields: Sequence[str], max_aliases: int = 8) ->
             parts.append(entity.definition)
         elif field == "aliases" and entity.aliases:
             parts.append("; ".join(entity.aliases[:max_aliases]))
-    return EntityInput(entity.name, " ".join(parts))
+    return EntityInput(entity.name, " ".join(parts), tuple(triplets))
 
 
-def entity_inputs(entities: Iterable[Entity], fields: Sequence[str], max_aliases: int = 8) -> List[EntityInput]:
-    return [entity_input(e, fields, max_aliases) for e in entities]
+def entity_inputs(entities: Iterable[Entity], fields: Sequence[str], max_aliases: int = 8,
+                  triplets: Optional[Callable[[Entity], Sequence[Triplet]]] = None) -> List[EntityInput]:
+    return [entity_input(e, fields, max_aliases, triplets(e) if triplets else ()) for e in entities]
 

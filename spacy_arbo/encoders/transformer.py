@@ -15,6 +15,8 @@ from .templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
 from .tower import Tower
 
 POOLINGS = ("cls", "mean")
+# A [start, end) range of positions in a row of word pieces.
+Span = Tuple[int, int]
 
 
 class TransformerTower(Tower):
@@ -62,9 +64,10 @@ class TransformerTower(Tower):
     def _pack(self, segments: Sequence[List[int]]) -> List[int]:
         return [self.tokenizer.cls_token_id, *[i for s in segments for i in s], self.tokenizer.sep_token_id]
 
-    def _mention_ids(self, left: List[int], mention: List[int], right: List[int]) -> List[int]:
+    def _mention_ids(self, left: List[int], mention: List[int], right: List[int]) -> Tuple[List[int], Span]:
         """Keep the whole mention if it fits, then share the rest between the contexts,
-        taking left context from its end and right context from its start."""
+        taking left context from its end and right context from its start. Also gives
+        where the mention's word pieces are in the row."""
         budget = self.max_length - 2
         to_id = self.tokenizer.convert_tokens_to_ids
         start, end = ([to_id(START)], [to_id(END)]) if self.use_markers else ([], [])
@@ -72,39 +75,64 @@ class TransformerTower(Tower):
         room = budget - len(start) - len(end) - len(mention)
         n_left = min(len(left), max(room // 2, room - len(right)))
         n_right = min(len(right), room - n_left)
-        return self._pack([left[len(left) - n_left:], start, mention, end, right[:n_right]])
+        first = 1 + n_left + len(start)
+        row = self._pack([left[len(left) - n_left:], start, mention, end, right[:n_right]])
+        return row, (first, first + len(mention))
 
-    def _entity_ids(self, title: List[int], description: List[int]) -> List[int]:
+    def _entity_ids(self, title: List[int], description: List[int]) -> Tuple[List[int], Span]:
         """`title [TITLE] description`, the description cut to what fits; without
-        markers the tokenizer's own [SEP] separates the two."""
+        markers the tokenizer's own [SEP] separates the two. Also gives the title's place."""
         budget = self.max_length - 2
         title = title[:budget]
         separator = self.tokenizer.convert_tokens_to_ids(TITLE) if self.use_markers else self.tokenizer.sep_token_id
         description = description[: max(0, budget - len(title) - 1)]
-        return self._pack([title, [separator], description] if description else [title])
+        return self._pack([title, [separator], description] if description else [title]), (1, 1 + len(title))
 
-    def _input_embeddings(self, rows: List[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+    def mention_rows(self, mentions: List[MentionInput]) -> Tuple[List[List[int]], List[Span]]:
+        """Word-piece ids per mention, and where the mention itself is in each row."""
+        columns = (self._ids([getattr(m, f) for m in mentions]) for f in ("left", "mention", "right"))
+        rows, centers = zip(*(self._mention_ids(*row) for row in zip(*columns)))
+        return list(rows), list(centers)
+
+    def entity_rows(self, entities: List[EntityInput]) -> Tuple[List[List[int]], List[Span]]:
+        """Word-piece ids per entity, and where its title is in each row."""
+        columns = (self._ids([getattr(e, f) for e in entities]) for f in ("title", "description"))
+        rows, centers = zip(*(self._entity_ids(*row) for row in zip(*columns)))
+        return list(rows), list(centers)
+
+    def phrase_ids(self, texts: Sequence[str]) -> List[List[int]]:
+        return self._ids(texts)
+
+    def padded(self, rows: List[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(ids, attention mask), padded to the longest row."""
         device = next(self.encoder.parameters()).device
         width = max(len(r) for r in rows)
         pad = self.tokenizer.pad_token_id
         ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
+        return ids, mask
+
+    def input_embeddings(self, rows: List[List[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        ids, mask = self.padded(rows)
         return self.encoder.get_input_embeddings()(ids), mask
 
-    def encode_input_embeddings(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.encoder(inputs_embeds=embeddings, attention_mask=mask).last_hidden_state
+    def hidden_states(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(inputs_embeds=embeddings, attention_mask=mask).last_hidden_state
+
+    def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.pooling == "cls":
             return hidden[:, 0]
         weights = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
+    def encode_input_embeddings(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.pool(self.hidden_states(embeddings, mask), mask)
+
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
-        columns = (self._ids([getattr(m, f) for m in mentions]) for f in ("left", "mention", "right"))
-        return self.encode_input_embeddings(*self._input_embeddings([self._mention_ids(*row) for row in zip(*columns)]))
+        return self.encode_input_embeddings(*self.input_embeddings(self.mention_rows(mentions)[0]))
 
     def entity_input_embeddings(self, entities: List[EntityInput]) -> Tuple[torch.Tensor, torch.Tensor]:
-        columns = (self._ids([getattr(e, f) for e in entities]) for f in ("title", "description"))
-        return self._input_embeddings([self._entity_ids(*row) for row in zip(*columns)])
+        return self.input_embeddings(self.entity_rows(entities)[0])
 
     def to_files(self) -> Dict[str, bytes]:
         with tempfile.TemporaryDirectory() as tmp:

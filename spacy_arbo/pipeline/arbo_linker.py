@@ -16,8 +16,8 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer
 
 from ..encoders.batching import encode_by_length
-from ..encoders.templates import EntityInput, MentionInput, mention_input
-from ..kb.entities import NIL
+from ..encoders.templates import EntityInput, MentionInput, Triplet, mention_input
+from ..kb.entities import NIL, Entity
 from ..kb.store import EntityStore
 from ..linking.clustering import GRAPHS
 from ..linking.mention_graph import cluster_mentions
@@ -32,6 +32,7 @@ from .abbreviations import LongForms
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .gold_ents import with_gold_mentions
+from .knowledge_units import KnowledgeUnits
 from .links import best_above, write_link
 
 logger = logging.getLogger("spacy_arbo")
@@ -115,17 +116,21 @@ class LinkerSettings(RetrievalSettings):
         "model": DEFAULT_MODEL,
         "objective": {"@losses": "spacy_arbo.in_batch.v1"},
         "scorer": {"@scorers": "spacy_arbo.arbo_linker_scorer.v1"},
+        "knowledge_units": None,
         **setting_defaults(LinkerSettings),
     },
     default_score_weights={"arbo_recall@1": 0.5, "arbo_recall@64": 0.5, "nel_micro_f": None,
                            "nel_micro_p": None, "nel_micro_r": None},
 )
 @with_setting_parameters(LinkerSettings, [("nlp", Language), ("name", str), ("model", Model),
-                                          ("objective", Objective), ("scorer", Optional[Callable])])
+                                          ("objective", Objective), ("scorer", Optional[Callable]),
+                                          ("knowledge_units", Optional[KnowledgeUnits])])
 def make_arbo_linker(nlp: Language, name: str, model: Model, objective: Objective, scorer: Optional[Callable],
-                     **settings: Any) -> "ArboLinker":
+                     knowledge_units: Optional[KnowledgeUnits], **settings: Any) -> "ArboLinker":
+    """`knowledge_units` (e.g. `spacy_arbo.knowledge_units.v1`) gives a graph tower
+    (`spacy_arbo.GraphTower.v1`, GER) the triplets of each mention and entity."""
     return ArboLinker(nlp.vocab, model, name, nlp=nlp, objective=objective, scorer=scorer,
-                      settings=LinkerSettings(**settings))
+                      knowledge_units=knowledge_units, settings=LinkerSettings(**settings))
 
 
 @dataclass
@@ -160,10 +165,12 @@ class ArboLinker(ConfiguredPipe):
         nlp: Optional[Language] = None,
         objective: Optional[Objective] = None,
         scorer: Optional[Callable] = None,
+        knowledge_units: Optional[KnowledgeUnits] = None,
         settings: LinkerSettings = LinkerSettings(),
     ) -> None:
         super().__init__(vocab, model, name, nlp=nlp, scorer=scorer, settings=settings)
         self.objective = objective
+        self.knowledge_units = knowledge_units
         self.retriever: Optional[EntityRetriever] = None
         self._long_forms: Optional[LongForms] = None
         # Whether the entity index lags the weights (after an update, or new entity texts).
@@ -186,7 +193,7 @@ class ArboLinker(ConfiguredPipe):
         return None if self.retriever is None else self.retriever.kb
 
     def set_kb(self, kb: EntityStore) -> None:
-        self.retriever = EntityRetriever(kb, self.settings)
+        self.retriever = EntityRetriever(kb, self.settings, entity_triplets=self._entity_triplets)
         self._stale = True
 
     def _require_retriever(self) -> EntityRetriever:
@@ -218,6 +225,7 @@ class ArboLinker(ConfiguredPipe):
         return self._require_retriever().kb
 
     def _initialize(self, examples: List[Example]) -> None:
+        self._check_knowledge_units()
         self.set_training_mentions(eg.reference for eg in examples)
         retriever = self._require_retriever()
         kb_dir = retriever.kb.path
@@ -265,21 +273,39 @@ class ArboLinker(ConfiguredPipe):
 
     # Encoding -------------------------------------------------------------------------
 
+    def _knowledge_sides(self) -> Tuple[str, ...]:
+        """The inputs that get triplets: those the model's graph towers read."""
+        return () if self.knowledge_units is None else get_module(self.model).knowledge_sides
+
+    def _check_knowledge_units(self) -> None:
+        if get_module(self.model).knowledge_sides and self.knowledge_units is None:
+            raise ArboError(
+                f"'{self.name}' has a graph tower but no knowledge units to build its graphs from: set "
+                f'[components.{self.name}.knowledge_units] @misc = "spacy_arbo.knowledge_units.v1".')
+
+    def _entity_triplets(self, entity: Entity) -> List[Triplet]:
+        if self.knowledge_units is None or "entities" not in self._knowledge_sides():
+            return []
+        return self.knowledge_units.entities(entity, self._require_kb())
+
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
         """What the mention tower reads; with `use_long_form`, an abbreviation defined in
-        its doc is read as its long form (in training and inference alike)."""
+        its doc is read as its long form (in training and inference alike); with a graph
+        tower on mentions, the knowledge units of its sentence."""
         context = self.settings.context_chars
-        if not self.settings.use_long_form:
-            return [mention_input(s, context) for s in spans]
-        if self._long_forms is None:
+        units = self.knowledge_units.mentions if "mentions" in self._knowledge_sides() else None
+        if self.settings.use_long_form and self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
         per_doc: Dict[int, Dict[Tuple[int, int], str]] = {}
         inputs = []
         for span in spans:
-            forms = per_doc.get(id(span.doc))
-            if forms is None:
-                forms = per_doc[id(span.doc)] = self._long_forms(span.doc)
-            inputs.append(mention_input(span, context, forms.get((span.start_char, span.end_char))))
+            long_form = None
+            if self._long_forms is not None and self.settings.use_long_form:
+                forms = per_doc.get(id(span.doc))
+                if forms is None:
+                    forms = per_doc[id(span.doc)] = self._long_forms(span.doc)
+                long_form = forms.get((span.start_char, span.end_char))
+            inputs.append(mention_input(span, context, long_form, units(span) if units else ()))
         return inputs
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
@@ -549,6 +575,7 @@ class ArboLinker(ConfiguredPipe):
         retriever = self.retriever
         if retriever is None:  # the KB was excluded
             return
+        self._check_knowledge_units()
         encoder = self._encoder_fingerprint()
         if len(self.corpus):
             current = self.corpus.vectors_fingerprint == encoder

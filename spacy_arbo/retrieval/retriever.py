@@ -9,14 +9,15 @@ The caller brings the encoder: `refresh` takes a function from entity texts to v
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import srsly
 
-from ..encoders.templates import ENTITY_FIELDS, EntityInput, entity_inputs
+from ..encoders.templates import ENTITY_FIELDS, EntityInput, Triplet, entity_inputs
+from ..kb.entities import Entity
 from ..kb.store import EntityStore
 from ..settings import check_at_least, check_choice, check_types
 from ..util import ArboError, PathLike, atomic_path
@@ -86,10 +87,13 @@ class RetrievalSettings:
 class EntityRetriever:
     """Candidate generation over one KB."""
 
-    def __init__(self, kb: EntityStore, settings: RetrievalSettings) -> None:
+    def __init__(self, kb: EntityStore, settings: RetrievalSettings,
+                 entity_triplets: Optional[Callable[[Entity], Sequence[Triplet]]] = None) -> None:
         if not len(kb):
             raise ArboError("The KB is empty.")
         self.kb = kb
+        # Each entity's knowledge units, for a graph entity tower (GER).
+        self.entity_triplets = entity_triplets
         self.settings = settings
         self.dense: Optional[FaissIndex] = None
         self.tfidf: Optional[TfidfAliasIndex] = None
@@ -118,7 +122,8 @@ class EntityRetriever:
     def entity_inputs(self) -> List[EntityInput]:
         """One text per entity (row order): what training embeds for gold and negatives."""
         if self._entity_inputs is None:
-            self._entity_inputs = entity_inputs(self.kb, self.settings.entity_fields, self.settings.max_aliases)
+            self._entity_inputs = entity_inputs(self.kb, self.settings.entity_fields, self.settings.max_aliases,
+                                                self.entity_triplets)
         return self._entity_inputs
 
     def alias_pairs(self) -> List[Tuple[str, int]]:
@@ -134,7 +139,7 @@ class EntityRetriever:
         if self.settings.index_aliases:
             for row, entity in enumerate(self.kb):
                 for alias in entity.aliases:
-                    inputs.append(EntityInput(alias, inputs[row].description))
+                    inputs.append(replace(inputs[row], title=alias))
                     owners.append(row)
         return inputs, np.asarray(owners, dtype=np.int64)
 
@@ -174,8 +179,8 @@ class EntityRetriever:
         if not self.dictionary:
             self.dictionary_index = None
             return
-        descriptions = self.entity_inputs()
-        inputs = [EntityInput(text, descriptions[row].description) for text, row in self.dictionary]
+        entities = self.entity_inputs()
+        inputs = [replace(entities[row], title=text) for text, row in self.dictionary]
         rows = np.asarray([row for _, row in self.dictionary], dtype=np.int64)
         self.dictionary_index = FaissIndex.build(encode(inputs), ids=rows, use_gpu=False)
 

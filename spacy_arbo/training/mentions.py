@@ -85,7 +85,7 @@ class TrainingMentions:
             raise ArboError("The training mentions have no current vectors to store.")
         vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)
         return {
-            "mentions": [[m.left, m.mention, m.right] for m in self.mentions],
+            "mentions": [[m.left, m.mention, m.right, [list(t) for t in m.triplets]] for m in self.mentions],
             "kb_ids": [kb.ids[row] for row in self.gold_rows],
             "vectors_fingerprint": self.vectors_fingerprint,
             "vectors": vectors.tobytes(),
@@ -95,7 +95,9 @@ class TrainingMentions:
     @classmethod
     def from_dict(cls, data: Dict[str, Any], kb: EntityStore, origin: str) -> "TrainingMentions":
         try:
-            mentions = [MentionInput(*m) for m in data["mentions"]]
+            # Mentions stored before knowledge units existed have three fields.
+            mentions = [MentionInput(*m[:3], tuple(tuple(t) for t in (m[3] if len(m) > 3 else ())))
+                        for m in data["mentions"]]
             kb_ids, fingerprint = list(data["kb_ids"]), data["vectors_fingerprint"]
             vectors = np.frombuffer(data["vectors"], dtype=np.float32).reshape(-1, int(data["dim"])).copy()
         except (ValueError, KeyError, TypeError) as err:

@@ -23,8 +23,9 @@ def test_markers_are_single_special_tokens(tower, tiny_bert_dir):
 
 def test_mention_packing_keeps_mention_and_markers(tower):
     left, right = "patients with " * 10, " and heart failure" * 10
-    (row,) = [tower._mention_ids(*[tower._ids([t])[0] for t in (left, "diabetes mellitus", right)])]
+    (row,), (center,) = tower.mention_rows([MentionInput(left, "diabetes mellitus", right)])
     tokens = tower.tokenizer.convert_ids_to_tokens(row)
+    assert tokens[center[0]: center[1]] == ["diabetes", "mellitus"]
     assert len(row) == 16
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     start, end = tokens.index(START), tokens.index(END)
@@ -40,12 +41,12 @@ def test_huge_mention_is_truncated_not_an_error(tower):
 
 
 def test_entity_packing(tower):
-    row = tower._entity_ids(tower._ids(["wilson disease"])[0], tower._ids(["metabolic disorder"])[0])
-    tokens = tower.tokenizer.convert_ids_to_tokens(row)
-    assert tokens == ["[CLS]", "wilson", "disease", TITLE, "metabolic", "disorder", "[SEP]"]
+    rows, centers = tower.entity_rows([EntityInput("wilson disease", "metabolic disorder"), EntityInput("fever", "")])
+    assert tower.tokenizer.convert_ids_to_tokens(rows[0]) == \
+        ["[CLS]", "wilson", "disease", TITLE, "metabolic", "disorder", "[SEP]"]
     # No description: no [TITLE] either.
-    row = tower._entity_ids(tower._ids(["fever"])[0], [])
-    assert tower.tokenizer.convert_ids_to_tokens(row) == ["[CLS]", "fever", "[SEP]"]
+    assert tower.tokenizer.convert_ids_to_tokens(rows[1]) == ["[CLS]", "fever", "[SEP]"]
+    assert centers == [(1, 3), (1, 2)]
 
 
 def test_pooling_differs_and_padding_does_not_leak(tiny_bert_dir):

@@ -91,7 +91,8 @@ def nlp(kb_dir):
 
 @pytest.fixture(scope="module")
 def clustering_nlp(kb_dir):
-    return make_nlp(kb_dir, linking="clustering", knn_mentions=3)
+    # Whole mentions: a coordination split into parts ("WD/diabetes") takes its parts' ids, not its cluster's.
+    return make_nlp(kb_dir, linking="clustering", knn_mentions=3, composites="whole")
 
 
 @PROPERTIES
