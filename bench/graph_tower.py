@@ -108,7 +108,8 @@ def ablation(args: argparse.Namespace) -> Dict[str, Any]:
                    "--paths.kb", str(args.kb), "--training.max_steps", str(args.steps),
                    "--training.eval_frequency", str(args.steps), "--system.seed", str(args.seed)]
         if sides:
-            command += ["--components.arbo_linker.model.mention_tower.sides", sides]
+            command += ["--components.arbo_linker.model.mention_tower.sides", sides,
+                        "--components.arbo_linker.model.mention_tower.learn_rate_scale", str(args.learn_rate_scale)]
         started = time.perf_counter()
         subprocess.run(command, check=True, cwd=ROOT)
         row: Dict[str, Any] = {"train_seconds": time.perf_counter() - started, "updates": args.steps}
@@ -140,6 +141,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="cost: torch threads")
     parser.add_argument("--repeats", type=int, default=3, help="cost: timed passes of each tower")
     parser.add_argument("--steps", type=int, default=100, help="ablation: updates per variant")
+    parser.add_argument("--learn-rate-scale", type=float, default=20.0,
+                        help="ablation: the graph's learning rate over the tower's (the README's table used 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--workdir", default="training/graph_ablation", help="ablation: where pipelines go")

@@ -8,8 +8,8 @@ v_sen rather than [CLS]; a subject, predicate or object that is not among the te
 pieces (an entity's parent name when only its title is encoded) starts from the tower's
 non-contextual embedding of that phrase rather than being dropped; the attention weights
 start at the identity so that the untrained graph vector is a smoothed mean of the nodes'
-vectors rather than noise; and the graph's parameters learn `learn_rate_scale` times
-faster than the pretrained tower, as a fresh module next to a pretrained one must.
+vectors rather than noise; and the graph's parameters can learn `learn_rate_scale` times
+faster than the pretrained tower (a fast start for short runs; over longer ones it can stall).
 """
 import io
 import math
