@@ -145,18 +145,16 @@ class GraphTower(Tower):
             gather[r, 0, start:end] = 1.0 / max(1, end - start)
             for t, triplet in enumerate(triplets):
                 triplet_node = 1 + t
-                parts = [1 + n_triplets + 3 * t + p for p, text in enumerate(triplet) if text.strip()]
+                parts = [(1 + n_triplets + 3 * t + p, text) for p, text in enumerate(triplet) if text.strip()]
                 _connect(adjacency[r], 0, triplet_node)
-                for i, node in enumerate(parts):
+                for i, (node, text) in enumerate(parts):
                     _connect(adjacency[r], triplet_node, node)
-                    for other in parts[i + 1:]:
+                    for other, _ in parts[i + 1:]:
                         _connect(adjacency[r], node, other)
-                for p, text in enumerate(triplet):
                     ids = phrase_ids.get(text)
                     if not ids:
                         continue
                     found = _find(row, ids)
-                    node = 1 + n_triplets + 3 * t + p
                     if found is not None:
                         gather[r, node, found: found + len(ids)] = 1.0 / len(ids)
                     else:
