@@ -59,6 +59,14 @@ class DualEncoder(nn.Module):
         sides = [("mentions", self.mention_tower), ("entities", self.entity_tower)]
         return tuple(side for side, tower in sides if side in getattr(tower, "knowledge_sides", ()))
 
+    def set_precision(self, precision: str) -> None:
+        for tower in {id(t): t for t in (self.mention_tower, self.entity_tower)}.values():
+            tower.set_precision(precision)
+
+    @property
+    def device(self) -> torch.device:
+        return self.log_scale.device
+
     @property
     def scale(self) -> torch.Tensor:
         return self.log_scale.exp() if self.similarity == "cosine" else torch.ones_like(self.log_scale)

@@ -107,6 +107,9 @@ class GraphTower(Tower):
 
     # Tower interface -------------------------------------------------------------
 
+    def set_precision(self, precision: str) -> None:
+        self.tower.set_precision(precision)
+
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         rows, centers = self.tower.mention_rows(mentions)
         embeddings, mask = self.tower.input_embeddings(rows)

@@ -20,6 +20,9 @@ class Tower(nn.Module):
     def dim(self) -> int:
         raise NotImplementedError
 
+    def set_precision(self, precision: str) -> None:
+        """"fp32" or "bf16" (see `precision.py`); towers without a transformer stay fp32."""
+
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         raise NotImplementedError
 

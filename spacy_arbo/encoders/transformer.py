@@ -11,6 +11,7 @@ from spacy.util import registry
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from ..util import ArboError
+from .precision import Bf16Copy
 from .templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
 from .tower import Tower
 
@@ -31,6 +32,8 @@ class TransformerTower(Tower):
         self.pooling = pooling
         self.max_length = max_length
         self.use_markers = use_markers
+        self.precision = "fp32"
+        self._bf16 = Bf16Copy()
 
     @classmethod
     def from_pretrained(
@@ -116,8 +119,29 @@ class TransformerTower(Tower):
         ids, mask = self.padded(rows)
         return self.encoder.get_input_embeddings()(ids), mask
 
+    def set_precision(self, precision: str) -> None:
+        """In bf16, also snapshots the weights for passes without gradient: set it again
+        after changing them (the pipeline does, before every encoding pass)."""
+        self.precision = precision
+        if precision == "bf16":
+            self._bf16.sync(self.encoder)
+
     def hidden_states(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.encoder(inputs_embeds=embeddings, attention_mask=mask).last_hidden_state
+        return self.last_hidden_state(inputs_embeds=embeddings, attention_mask=mask)
+
+    def last_hidden_state(self, **inputs: torch.Tensor) -> torch.Tensor:
+        """The encoder's fp32 output; in bf16 precision, passes with gradient run under
+        autocast (fp32 master weights) and passes without on a bf16 copy of the encoder."""
+        if self.precision != "bf16":
+            return self.encoder(**inputs).last_hidden_state
+        if torch.is_grad_enabled():
+            with torch.autocast(self.encoder.device.type, dtype=torch.bfloat16):
+                hidden = self.encoder(**inputs).last_hidden_state
+        else:
+            if "inputs_embeds" in inputs:
+                inputs["inputs_embeds"] = inputs["inputs_embeds"].to(torch.bfloat16)
+            hidden = self._bf16.module(**inputs).last_hidden_state
+        return hidden.float()
 
     def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.pooling == "cls":

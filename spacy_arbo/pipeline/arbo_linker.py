@@ -16,6 +16,8 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer
 
 from ..encoders.batching import encode_by_length
+from ..encoders.dual import DualEncoder
+from ..encoders.precision import PRECISIONS, resolve_precision
 from ..encoders.templates import EntityInput, MentionInput, Triplet, mention_input
 from ..kb.entities import NIL, Entity
 from ..kb.store import EntityStore
@@ -91,6 +93,7 @@ class LinkerSettings(RetrievalSettings):
     transductive: bool = False
     refresh_every: int = 200
     alias_pairs_per_batch: int = 0
+    precision: str = "auto"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -99,6 +102,7 @@ class LinkerSettings(RetrievalSettings):
         check_choice("composites", self.composites, COMPOSITES)
         check_choice("graph", self.graph, GRAPHS)
         check_choice("clustering_scope", self.clustering_scope, SCOPES)
+        check_choice("precision", self.precision, PRECISIONS)
         check_at_least(1, refresh_every=self.refresh_every)
         check_at_least(0, knn_mentions=self.knn_mentions, context_chars=self.context_chars,
                        alias_pairs_per_batch=self.alias_pairs_per_batch)
@@ -203,6 +207,12 @@ class ArboLinker(ConfiguredPipe):
                 "[initialize.components.<name>.kb_loader] set, or load a saved pipeline."
             )
         return self.retriever
+
+    def _encoder(self) -> DualEncoder:
+        """The dual encoder, set to run at the configured `precision`."""
+        module = get_module(self.model)
+        module.set_precision(resolve_precision(self.settings.precision, module.device))
+        return module
 
     def _encoder_fingerprint(self) -> str:
         return get_module(self.model).fingerprint()
@@ -311,13 +321,13 @@ class ArboLinker(ConfiguredPipe):
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
         return encode_by_length(
             mentions, lambda batch: self.model.ops.to_numpy(self.model.predict((batch, []))[0]),
-            lambda m: len(m.left) + len(m.mention) + len(m.right), get_module(self.model).dim,
+            lambda m: len(m.left) + len(m.mention) + len(m.right), self._encoder().dim,
             self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding mentions")
 
     def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray:
         return encode_by_length(
             entities, lambda batch: self.model.ops.to_numpy(self.model.predict(([], batch))[1]),
-            lambda e: len(e.title) + len(e.description), get_module(self.model).dim,
+            lambda e: len(e.title) + len(e.description), self._encoder().dim,
             self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding entities")
 
     # Prediction ---------------------------------------------------------------------
@@ -493,7 +503,7 @@ class ArboLinker(ConfiguredPipe):
             self.refresh_index()  # e.g. a prebuilt index: no vectors of its own yet
             if self.objective.uses_corpus_vectors:
                 self.refresh_corpus_vectors()
-        state = TrainingState(get_module(self.model), self._require_retriever(), self.corpus, self._rng)
+        state = TrainingState(self._encoder(), self._require_retriever(), self.corpus, self._rng)
         loss = self.objective(state, batch)
         loss.backward()
         self._updates += 1

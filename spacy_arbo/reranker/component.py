@@ -16,6 +16,7 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
+from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import EntityStore
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
@@ -24,6 +25,7 @@ from ..scoring import gold_ids
 from ..settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..util import ArboError
+from .model import CrossEncoder
 from .packing import MODES, Pass
 from .planning import Owners, PairPlanner, PairText, batches
 
@@ -64,10 +66,12 @@ class RerankerSettings(PairText):
     use_gold_ents: bool = True
     retrieval_weight: float = 0.0
     batch_tokens: int = 4096
+    precision: str = "auto"
 
     def __post_init__(self) -> None:
         check_types(self)
         check_choice("mode", self.mode, MODES)
+        check_choice("precision", self.precision, PRECISIONS)
         check_at_least(1, top_n=self.top_n, max_mention_tokens=self.max_mention_tokens,
                        max_name_tokens=self.max_name_tokens, batch_tokens=self.batch_tokens)
         check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens)
@@ -169,6 +173,12 @@ class MultiCrossReranker(ConfiguredPipe):
     def _initialize(self, examples: List[Example]) -> None:
         self._check_window()
 
+    def _cross_encoder(self) -> CrossEncoder:
+        """The cross-encoder, set to run at the configured `precision`."""
+        module = get_module(self.model)
+        module.backbone.set_precision(resolve_precision(self.settings.precision, module.head.weight.device))
+        return module
+
     def _check_window(self) -> None:
         """The context window must hold the longest possible pair with [CLS] and [SEP]."""
         if self.model.shims[0]._model is None:
@@ -206,6 +216,7 @@ class MultiCrossReranker(ConfiguredPipe):
         margins = [[[0.0] * len(ids) for ids in per_doc] for per_doc in candidates]
         if any(ids for per_doc in candidates for ids in per_doc):
             passes, owners = self.plan(docs, candidates)
+            self._cross_encoder()
             for batch in batches(passes, self.settings.batch_tokens):
                 logits = self.model.ops.to_numpy(self.model.predict(batch))
                 for index, (wrong, right) in zip((i for p in batch for i in p.pair_index), logits):
@@ -299,6 +310,7 @@ class MultiCrossReranker(ConfiguredPipe):
             return losses
         passes, owners = self.plan([eg.predicted for eg in examples], candidates)
         labels = np.asarray([per_doc[d][e][1][c] for d, e, c in owners], dtype="int64")
+        self._cross_encoder()
         for batch in batches(passes, self.settings.batch_tokens):
             logits, backprop = self.model.begin_update(batch)
             scores = xp2torch(logits, requires_grad=True)

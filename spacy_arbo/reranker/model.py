@@ -99,7 +99,7 @@ class CrossEncoder(nn.Module):
             inputs["position_ids"] = padded("position_ids", 0)
         if getattr(self.backbone.encoder.config, "type_vocab_size", 0) > 1:
             inputs["token_type_ids"] = (slots != CONTEXT).long()
-        hidden = self.backbone.encoder(**inputs).last_hidden_state
+        hidden = self.backbone.last_hidden_state(**inputs)
         rows = torch.tensor([i for i, p in enumerate(passes) for _ in p.mask_positions], device=device)
         columns = torch.tensor([m for p in passes for m in p.mask_positions], device=device)
         return self.head(hidden[rows, columns])

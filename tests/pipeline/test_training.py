@@ -244,3 +244,32 @@ def test_fgsm_without_base_wraps_the_proxy_loss():
     objective = registry.resolve({"o": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.02}})["o"]
     assert isinstance(objective, Adversarial) and isinstance(objective.base, Proxy)
     assert objective.epsilon == 0.02
+
+
+def test_bf16_training_learns_as_fp32_round_trips_and_links_as_fp32(tmp_path, toy_kb_dir, tiny_bert_dir):
+    model = {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": {
+        "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "max_length": 32}}
+    runs = {p: train_toy(toy_kb_dir, OBJECTIVES["hard_negatives"], steps=40, model=model, precision=p)
+            for p in ("fp32", "bf16")}
+    nlp, gold, losses = runs["bf16"]
+    assert losses[-1] < losses[0] / 10
+    assert losses[-1] == pytest.approx(runs["fp32"][2][-1], rel=0.05)
+    predicted = list(nlp.pipe(unlinked(nlp, gold)))
+    ids = [e.kb_id_ for d in predicted for e in d.ents]
+    fp32_nlp = runs["fp32"][0]
+    assert ids == [e.kb_id_ for d in fp32_nlp.pipe(unlinked(fp32_nlp, gold)) for e in d.ents]
+    # At 40 steps both precisions still link "coughing" (in "Fever and coughing") to Fever.
+    assert sum(a == e.kb_id_ for a, e in zip(ids, [e for d in gold for e in d.ents])) == 7
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert loaded.get_pipe("arbo_linker").settings.precision == "bf16"
+    assert links(loaded.pipe(unlinked(loaded, gold))) == links(predicted)
+    full = spacy.load(tmp_path / "pipeline", config={"components": {"arbo_linker": {"precision": "fp32"}}})
+    assert [e.kb_id_ for d in full.pipe(unlinked(full, gold)) for e in d.ents] == ids
+
+
+def test_unknown_precision_is_a_config_error(toy_kb_dir):
+    from spacy_arbo.util import ArboError
+
+    with pytest.raises(ArboError, match="precision"):
+        spacy.blank("en").add_pipe("arbo_linker", config={"model": hashed_model(), "precision": "fp16"})

@@ -51,7 +51,8 @@ def scores(docs):
 
 def test_isolated_pairs_score_the_same_in_every_mode(tiny_bert_dir, toy_kb):
     """With attention that cannot cross pairs, packing changes speed, never scores."""
-    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 64, "isolated"), top_n=6)
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 64, "isolated"), top_n=6,
+                            precision="fp32")
     reranker = nlp.get_pipe("multi_cross_reranker")
     texts = [TWO_SENTENCES, *TOY_TEXTS]
     by_mode = {}
@@ -68,9 +69,19 @@ def test_isolated_pairs_score_the_same_in_every_mode(tiny_bert_dir, toy_kb):
         assert result.keys() == base.keys()
         np.testing.assert_allclose([result[k] for k in base], list(base.values()), atol=2e-5, err_msg=mode)
     # With the paper's full attention, pairs in one pass see each other.
-    full = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 64, "full"), top_n=6, mode="multi")
+    full = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 64, "full"), top_n=6, mode="multi",
+                             precision="fp32")
     full_scores = scores(full.pipe(rotating_candidates(nlp, toy_kb, texts)))
     assert not np.allclose([full_scores[k] for k in base], list(base.values()), atol=1e-3)
+
+
+def test_bf16_scores_are_close_to_fp32(tiny_bert_dir, toy_kb):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, precision="fp32")
+    full = scores(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)))
+    nlp.get_pipe("multi_cross_reranker").configure(precision="bf16")
+    half = scores(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)))
+    assert half.keys() == full.keys() and half != full
+    np.testing.assert_allclose([half[k] for k in full], list(full.values()), atol=0.01)
 
 
 def test_reranking_writes_links_and_rescored_candidates(tiny_bert_dir, toy_kb):

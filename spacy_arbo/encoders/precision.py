@@ -1,0 +1,56 @@
+"""bf16 arithmetic for the transformer where the hardware does it natively.
+
+On a CPU with AMX (Intel Sapphire Rapids and later) or a GPU with bf16 units, bf16 matmuls
+run the MiniLM tower about twice as fast as fp32, and its vectors stay within 1e-4 cosine
+of the fp32 ones (see the README's performance section). Elsewhere bf16 is emulated and
+slower, so "auto" keeps fp32 there.
+"""
+import copy
+from functools import lru_cache
+from typing import Optional
+
+import torch
+from torch import nn
+
+from ..settings import check_choice
+
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+@lru_cache(maxsize=None)
+def _native_bf16(device_type: str) -> bool:
+    if device_type == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if device_type == "cpu":
+        has_amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
+        return bool(has_amx is not None and has_amx())
+    return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """"fp32" or "bf16": "auto" picks bf16 where `device` computes it natively."""
+    check_choice("precision", precision, PRECISIONS)
+    if precision != "auto":
+        return precision
+    return "bf16" if _native_bf16(device.type) else "fp32"
+
+
+class Bf16Copy:
+    """A bf16 copy of a module for passes without gradient. `sync` remakes it when the
+    original's weights have changed (a checksum over every parameter, so an update by any
+    route is seen); it costs about a batch's encoding, so callers sync once per pass over
+    many batches. Kept outside the module's parameters: it is never saved or trained."""
+
+    def __init__(self) -> None:
+        self._checksum: Optional[torch.Tensor] = None
+        self.module: Optional[nn.Module] = None
+
+    def sync(self, module: nn.Module) -> None:
+        with torch.no_grad():
+            checksum = torch.stack([p.detach().float().sum() for p in module.parameters()])
+            if self._checksum is None or not torch.equal(self._checksum, checksum):
+                self.module = copy.deepcopy(module).to(torch.bfloat16).eval()
+                self._checksum = checksum
+
+    def __reduce__(self):  # copies and pickles start empty
+        return (Bf16Copy, ())
