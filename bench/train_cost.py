@@ -2,8 +2,8 @@
 `configs/retriever_plain.cfg` against cheaper settings, side by side in one process, on NCBI
 Disease train/dev + CTD.
 
-    python bench/train_cost.py [--data DIR] [--budget-minutes 10] [--eval-minutes 2.5 5 10]
-        [--variants today cached] [--output bench_train_cost.json]
+    python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15]
+        [--variants today bf16 bf16_lr1e-4] [--output bench_train_cost.json]
 
 Each variant trains from the same seed on the same batches for the same training time
 (evaluations and their KB refreshes are not counted), and is scored on dev at each of
@@ -26,11 +26,15 @@ from spacy_arbo.evaluation import evaluate_linking
 from spacy_arbo.kb.readers import read_kb
 
 ROOT = Path(__file__).resolve().parents[1]
-# Config overrides per variant; "today" is configs/retriever_plain.cfg as shipped.
+# Config overrides per variant; "today" is configs/retriever_plain.cfg in fp32, as before bf16.
+FP32 = {"components.arbo_linker.precision": "fp32"}
+BF16 = {"components.arbo_linker.precision": "bf16"}
 VARIANTS: Dict[str, Dict[str, Any]] = {
-    "today": {},
-    "cached_negatives": {"components.arbo_linker.objective.entity_cache": "negatives"},
-    "cached_all": {"components.arbo_linker.objective.entity_cache": "all"},
+    "today": FP32,
+    "cached_negatives": {**FP32, "components.arbo_linker.objective.entity_cache": "negatives"},
+    "cached_all": {**FP32, "components.arbo_linker.objective.entity_cache": "all"},
+    "bf16": BF16,
+    "bf16_lr1e-4": {**BF16, "training.optimizer.learn_rate": 1e-4},
 }
 
 
