@@ -268,6 +268,16 @@ def test_bf16_training_learns_as_fp32_round_trips_and_links_as_fp32(tmp_path, to
     assert [e.kb_id_ for d in full.pipe(unlinked(full, gold)) for e in d.ents] == ids
 
 
+def test_bf16_training_is_deterministic_with_a_seed(toy_kb_dir, tiny_bert_dir):
+    model = {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": {
+        "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "max_length": 32}}
+    runs = [train_toy(toy_kb_dir, OBJECTIVES["hard_negatives"], steps=12, model=model, precision="bf16")
+            for _ in range(2)]
+    assert runs[0][2] == runs[1][2]
+    vectors = [run[0].get_pipe("arbo_linker").retriever.entity_vectors for run in runs]
+    assert (vectors[0] == vectors[1]).all()
+
+
 def test_unknown_precision_is_a_config_error(toy_kb_dir):
     from spacy_arbo.util import ArboError
 
