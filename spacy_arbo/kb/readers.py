@@ -1,7 +1,8 @@
 """Readers that turn KB source files into an `EntityStore`.
 
-Formats: scispacy's JSONL (`concept_id, canonical_name, aliases, types, definition`),
-CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header) and MEDIC
+Formats: scispacy's JSONL (`concept_id, canonical_name, aliases, types, definition`; what
+scispacy's records cannot hold, alternative ids and parents, in a `.extra.jsonl` file beside
+it), CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header) and MEDIC
 (`IDs||name|synonym|...`, the release NCBI Disease was annotated against).
 """
 import io
@@ -53,13 +54,39 @@ def _text_field(record: Dict, key: str, where: str, allow_int: bool = False) -> 
     return value.strip()
 
 
-def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
-    """scispacy JSONL; ids are normalised as in the CTD reader, so `D008107` and
-    `MESH:D008107` name one entity (read_kb rejects the second as a duplicate)."""
+def extra_path(path: PathLike) -> Path:
+    """Where `write_jsonl` keeps the fields scispacy's `KnowledgeBase` would reject."""
     path = Path(path)
+    return path.with_name(f"{path.name[: -len(path.suffix)] if path.suffix else path.name}.extra.jsonl")
+
+
+def _read_extra(path: Path) -> Dict[str, Dict]:
+    """The `.extra.jsonl` beside a JSONL KB: alt_ids and parents per concept_id."""
+    extra = extra_path(path)
+    if not extra.exists():
+        return {}
+    records = {}
+    for _number, where, record in read_json_objects(extra):
+        concept_id = normalize_id(_text_field(record, "concept_id", where, allow_int=True))
+        if set(record) - {"concept_id", "alt_ids", "parents"}:
+            raise ArboError(f"{where}: only 'concept_id', 'alt_ids' and 'parents' belong here.")
+        records[concept_id] = {**record, "where": where}
+    return records
+
+
+def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
+    """scispacy JSONL (with its `.extra.jsonl`, if any); ids are normalised as in the CTD
+    reader, so `D008107` and `MESH:D008107` name one entity (read_kb rejects the second
+    as a duplicate)."""
+    path = Path(path)
+    extra = _read_extra(path)
     for number, where, record in read_json_objects(path):
         concept_id = _text_field(record, "concept_id", where, allow_int=True)
         name = _text_field(record, "canonical_name", where)
+        links = extra.pop(normalize_id(concept_id), None)
+        if links is not None:
+            record = {**record, **{k: v for k, v in links.items() if k in ("alt_ids", "parents")}}
+            where = f"{where} (with {links['where']})"
         for key in ("aliases", "types", "alt_ids", "parents"):
             value = record.get(key, [])
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -76,6 +103,9 @@ def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
             alt_ids=tuple(normalize_id(a) for a in record.get("alt_ids", []) if a.strip()),
             parents=tuple(normalize_id(a) for a in record.get("parents", []) if a.strip()),
         )
+    if extra:
+        concept_id, links = next(iter(extra.items()))
+        raise ArboError(f"{links['where']}: concept_id '{concept_id}' is not in {path}.")
 
 
 def read_ctd(path: PathLike) -> Iterator[Tuple[int, Entity]]:
@@ -167,19 +197,22 @@ def read_kb(path: PathLike, fmt: str = "auto") -> EntityStore:
 
 
 def write_jsonl(store: EntityStore, path: PathLike) -> None:
-    """Write a store as scispacy-style JSONL, so any KB can be exported for other tools."""
+    """Write a store as scispacy's JSONL, which scispacy's `KnowledgeBase` loads as it is;
+    alternative ids and parents go to `extra_path(path)` (written only when there are any,
+    and removed when there are none, so a re-export leaves no stale file)."""
+    extras = [{"concept_id": e.id, **({"alt_ids": list(e.alt_ids)} if e.alt_ids else {}),
+               **({"parents": list(e.parents)} if e.parents else {})} for e in store if e.alt_ids or e.parents]
     with atomic_path(path) as tmp:
         with io.open(tmp, "w", encoding="utf8") as handle:
             for e in store:
-                record: Dict[str, object] = {
-                    "concept_id": e.id,
-                    "canonical_name": e.name,
-                    "aliases": list(e.aliases),
-                    "types": list(e.types),
-                    "definition": e.definition,
-                }
-                if e.alt_ids:
-                    record["alt_ids"] = list(e.alt_ids)
-                if e.parents:
-                    record["parents"] = list(e.parents)
+                record = {"concept_id": e.id, "canonical_name": e.name, "aliases": list(e.aliases),
+                          "types": list(e.types), "definition": e.definition}
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    extra = extra_path(path)
+    if not extras:
+        extra.unlink(missing_ok=True)
+        return
+    with atomic_path(extra) as tmp:
+        with io.open(tmp, "w", encoding="utf8") as handle:
+            for record in extras:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")

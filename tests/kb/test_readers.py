@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from spacy_arbo.kb.entities import normalize_id
-from spacy_arbo.kb.readers import read_kb, write_jsonl
+from spacy_arbo.kb.entities import Entity, normalize_id
+from spacy_arbo.kb.readers import extra_path, read_kb, write_jsonl
+from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError
 
 from ..util import CTD_HEADER, ctd_line
@@ -71,10 +72,38 @@ def test_read_medic(tmp_path):
 
 def test_read_jsonl_and_round_trip(tmp_path, ctd_file):
     store = read_kb(ctd_file, "ctd")
+    assert any(e.alt_ids for e in store) and any(e.parents for e in store)
     out = tmp_path / "kb.jsonl"
     write_jsonl(store, out)
     again = read_kb(out)
     assert list(again) == list(store)
+    # Without its alternative ids and parents, a store writes no extra file (and removes a stale one).
+    write_jsonl(EntityStore([Entity("MESH:D005334", "Fever")]), out)
+    assert not extra_path(out).exists()
+
+
+def test_jsonl_export_loads_in_scispacy(tmp_path, ctd_file):
+    from scispacy.linking_utils import KnowledgeBase
+
+    store = read_kb(ctd_file, "ctd")
+    write_jsonl(store, tmp_path / "kb.jsonl")
+    scispacy_kb = KnowledgeBase(str(tmp_path / "kb.jsonl"))
+    assert sorted(scispacy_kb.cui_to_entity) == sorted(store.ids)
+    for entity in store:
+        theirs = scispacy_kb.cui_to_entity[entity.id]
+        assert (theirs.canonical_name, tuple(theirs.aliases), theirs.definition) == \
+            (entity.name, entity.aliases, entity.definition)
+
+
+def test_extra_file_errors(tmp_path):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": "MESH:D000001", "canonical_name": "a"}\n')
+    extra_path(path).write_text('{"concept_id": "MESH:D000002", "parents": ["MESH:D000001"]}\n')
+    with pytest.raises(ArboError, match=r"kb.extra.jsonl:1: concept_id 'MESH:D000002' is not in"):
+        read_kb(path)
+    extra_path(path).write_text('{"concept_id": "D000001", "parents": "MESH:D000003"}\n')
+    with pytest.raises(ArboError, match=r"kb.jsonl:1 \(with .*kb.extra.jsonl:1\): field 'parents' must be a list"):
+        read_kb(path)
 
 
 @pytest.mark.parametrize(
