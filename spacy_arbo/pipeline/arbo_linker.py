@@ -35,7 +35,7 @@ from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .links import best_above, write_link
+from .links import best_above, kb_ents, write_link
 
 logger = logging.getLogger("spacy_arbo")
 
@@ -79,6 +79,8 @@ class LinkerSettings(RetrievalSettings):
     `threshold` (NIL below it), `labels_discard`, `overwrite`, `use_gold_ents`."""
 
     threshold: Optional[float] = None
+    kb_ents_threshold: Optional[float] = None
+    max_entities_per_mention: int = 5
     labels_discard: List[str] = field(default_factory=list)
     overwrite: bool = True
     use_gold_ents: bool = True
@@ -103,7 +105,7 @@ class LinkerSettings(RetrievalSettings):
         check_choice("graph", self.graph, GRAPHS)
         check_choice("clustering_scope", self.clustering_scope, SCOPES)
         check_choice("precision", self.precision, PRECISIONS)
-        check_at_least(1, refresh_every=self.refresh_every)
+        check_at_least(1, refresh_every=self.refresh_every, max_entities_per_mention=self.max_entities_per_mention)
         check_at_least(0, knn_mentions=self.knn_mentions, context_chars=self.context_chars,
                        alias_pairs_per_batch=self.alias_pairs_per_batch)
         if self.linking == "clustering" and not self.uses_dense:
@@ -155,7 +157,8 @@ class ArboLinker(ConfiguredPipe):
     """Links `doc.ents` to KB entities retrieved by a dual encoder over a FAISS index.
 
     Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and
-    `span._.kb_ents` (scispacy's shape): `[(kb_id, score), ...]`, best first. A composite
+    `span._.kb_ents` (scispacy's shape: `[(kb_id, score), ...]`, best first, at most
+    `max_entities_per_mention`, none below `kb_ents_threshold`). A composite
     mention split into parts gets `ent.kb_id_` "ID1|ID2", `span._.arbo_parts` (per part: text,
     kb_id, ranked candidates) and in `kb_ents` each part's best candidate first.
     """
@@ -422,15 +425,17 @@ class ArboLinker(ConfiguredPipe):
         return (doc_index, span.start_char, span.end_char, span.text)
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
+        view = (self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
         for doc, links in zip(docs, links_per_doc):
             for span, link in zip(self._spans_to_link(doc), links):
-                write_link(span, link.kb_id, link.candidates)
+                write_link(span, link.kb_id, link.candidates, *view)
                 span._.arbo_cluster = link.cluster
                 span._.arbo_path = link.path
                 span._.arbo_parts = link.parts
                 if link.parts:
                     firsts = {c[0][0]: c[0] for _, _, c in link.parts if c}
-                    span._.kb_ents = [*firsts.values(), *(c for c in link.candidates if c[0] not in firsts)]
+                    ranked = [*firsts.values(), *(c for c in link.candidates if c[0] not in firsts)]
+                    span._.kb_ents = kb_ents(ranked, *view)
 
     # Training and scoring ------------------------------------------------------------
 

@@ -16,9 +16,16 @@ def best_above(ranked: Candidates, threshold: Optional[float]) -> str:
     return ranked[0][0] if ranked and (threshold is None or ranked[0][1] >= threshold) else NIL
 
 
-def write_link(span: Span, kb_id: str, ranked: Candidates) -> None:
-    """`ent.kb_id_`, and the ranked candidates also in scispacy's `kb_ents` shape."""
+def kb_ents(ranked: Candidates, threshold: Optional[float], max_entities: int) -> Candidates:
+    """scispacy's view of the candidates: at most `max_entities`, none below `threshold`."""
+    return [c for c in ranked if threshold is None or c[1] >= threshold][:max_entities]
+
+
+def write_link(span: Span, kb_id: str, ranked: Candidates, ents_threshold: Optional[float],
+               max_entities: int) -> None:
+    """`ent.kb_id_`, every ranked candidate (`kb_candidates`, what rerankers and scores
+    read), and the best of them in scispacy's `kb_ents` shape (`[]` when none qualify)."""
     for token in span:
         token.ent_kb_id_ = kb_id
     span._.kb_candidates = ranked
-    span._.kb_ents = ranked
+    span._.kb_ents = kb_ents(ranked, ents_threshold, max_entities)

@@ -67,12 +67,15 @@ class RerankerSettings(PairText):
     retrieval_weight: float = 0.0
     batch_tokens: int = 4096
     precision: str = "auto"
+    kb_ents_threshold: Optional[float] = None
+    max_entities_per_mention: int = 5
 
     def __post_init__(self) -> None:
         check_types(self)
         check_choice("mode", self.mode, MODES)
         check_choice("precision", self.precision, PRECISIONS)
         check_at_least(1, top_n=self.top_n, max_mention_tokens=self.max_mention_tokens,
+                       max_entities_per_mention=self.max_entities_per_mention,
                        max_name_tokens=self.max_name_tokens, batch_tokens=self.batch_tokens)
         check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens)
 
@@ -242,7 +245,8 @@ class MultiCrossReranker(ConfiguredPipe):
                     # A composite mention the linker split keeps its per-part ids.
                     ent._.kb_candidates = ranked
                 else:
-                    write_link(ent, best_above(ranked, self.settings.threshold), ranked)
+                    write_link(ent, best_above(ranked, self.settings.threshold), ranked,
+                               self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
 
     # Training and scoring -------------------------------------------------------------------
 

@@ -31,6 +31,20 @@ def test_candidates_equal_brute_force_scoring(toy_kb_dir, toy_kb, toy_docs):
         assert span._.kb_ents == span._.kb_candidates
 
 
+def test_kb_ents_keeps_the_best_above_its_threshold(toy_kb_dir, toy_docs):
+    nlp = make_nlp(toy_kb_dir, top_k=6, max_entities_per_mention=3)
+    linker = nlp.get_pipe("arbo_linker")
+    spans = [e for d in nlp.pipe(unlinked(nlp, toy_docs)) for e in d.ents]
+    assert all(len(s._.kb_candidates) == 6 and s._.kb_ents == s._.kb_candidates[:3] for s in spans)
+    cut = float(np.median([score for s in spans for _, score in s._.kb_candidates[:3]]))
+    linker.configure(kb_ents_threshold=cut)
+    spans = [e for d in nlp.pipe(unlinked(nlp, toy_docs)) for e in d.ents]
+    assert all(s._.kb_ents == [c for c in s._.kb_candidates[:3] if c[1] >= cut] for s in spans)
+    assert any(s._.kb_ents == [] for s in spans) or any(0 < len(s._.kb_ents) < 3 for s in spans)
+    with pytest.raises(ArboError, match="max_entities_per_mention"):
+        linker.configure(max_entities_per_mention=0)
+
+
 @pytest.mark.parametrize("source", ["dense", "tfidf", "hybrid"])
 def test_round_trip_gives_identical_predictions(tmp_path, toy_kb_dir, toy_docs, source):
     nlp = make_nlp(toy_kb_dir, candidate_source=source)
