@@ -183,10 +183,19 @@ class EntityStore:
 
 
 @registry.misc("spacy_arbo.KBFromDir.v1")
-def create_kb_loader(path: PathLike) -> Callable[..., EntityStore]:
-    """A `kb_loader` for `[initialize.components.arbo_linker.kb_loader]`."""
+def create_kb_loader(path: Optional[PathLike]) -> Callable[..., EntityStore]:
+    """A `kb_loader` for `[initialize.components.arbo_linker.kb_loader]`.
+
+    `path` may stay null in a shipped config (so `spacy debug config` passes); it must be set,
+    usually by `--paths.kb`, before the pipeline is initialized.
+    """
 
     def load(*_args, **_kwargs) -> EntityStore:
+        if path is None:
+            raise ArboError(
+                "kb_loader: no KB directory given; set it with --paths.kb DIR "
+                "(a directory written by `python -m spacy_arbo build-kb`)."
+            )
         return EntityStore.from_disk(path)
 
     return load
