@@ -80,6 +80,11 @@ def _init(model: Model, X=None, Y=None) -> None:
         shim._model = model.attrs["build"]().to(get_torch_default_device())
 
 
+def is_built(model: Model) -> bool:
+    """Whether `initialize` or deserialization has given the model its torch module."""
+    return model.shims[0]._model is not None
+
+
 def get_module(model: Model) -> nn.Module:
     module = model.shims[0]._model
     if module is None:

@@ -8,7 +8,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import srsly
 import torch
 from spacy.util import registry
-from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from ..util import ArboError
 from .precision import Bf16Copy
@@ -39,6 +38,10 @@ class TransformerTower(Tower):
     def from_pretrained(
         cls, name: str, pooling: str, max_length: int, use_markers: bool
     ) -> "TransformerTower":
+        # Imported here: loading transformers' model classes costs seconds and about 100 MB,
+        # which a pipeline without a transformer (TF-IDF candidates) should not pay.
+        from transformers import AutoModel, AutoTokenizer
+
         if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
             raise ArboError(f"Cannot load a transformer from '{name}': no such directory.")
         try:
@@ -173,6 +176,8 @@ class TransformerTower(Tower):
 
     @classmethod
     def from_files(cls, files: Dict[str, bytes]) -> "TransformerTower":
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
         settings = srsly.json_loads(files["tower.json"])
         with tempfile.TemporaryDirectory() as tmp:
             for name, data in files.items():

@@ -26,7 +26,7 @@ from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
 from ..retrieval.retriever import EntityRetriever, RetrievalSettings
 from ..settings import check_at_least, check_choice, setting_defaults, with_setting_parameters
-from ..torch_model import get_module
+from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
@@ -85,7 +85,7 @@ class LinkerSettings(RetrievalSettings):
     overwrite: bool = True
     use_gold_ents: bool = True
     context_chars: int = 0
-    use_long_form: bool = False
+    use_long_form: bool = True
     composites: str = "best"
     linking: str = "independent"
     graph: str = "directed"
@@ -211,14 +211,26 @@ class ArboLinker(ConfiguredPipe):
             )
         return self.retriever
 
+    def _initialize_model(self) -> None:
+        # TF-IDF candidates need no dual encoder: such a pipeline neither loads nor ships one.
+        if self.settings.uses_dense:
+            self.model.initialize()
+
     def _encoder(self) -> DualEncoder:
-        """The dual encoder, set to run at the configured `precision`."""
+        """The dual encoder, set to run at the configured `precision`. A TF-IDF pipeline
+        switched to dense candidates builds the configured (untrained) encoder here."""
+        if not is_built(self.model):
+            if not self.settings.uses_dense:
+                raise ArboError(
+                    f"'{self.name}' takes its candidates from TF-IDF (candidate_source = 'tfidf') and "
+                    "has no dual encoder to train or encode with: use candidate_source 'dense' or 'hybrid'.")
+            self.model.initialize()
         module = get_module(self.model)
         module.set_precision(resolve_precision(self.settings.precision, module.device))
         return module
 
     def _encoder_fingerprint(self) -> str:
-        return get_module(self.model).fingerprint()
+        return self._encoder().fingerprint()
 
     def refresh_index(self, progress: bool = True) -> None:
         """Re-encode every entity with the current weights and rebuild the index."""
@@ -288,10 +300,10 @@ class ArboLinker(ConfiguredPipe):
 
     def _knowledge_sides(self) -> Tuple[str, ...]:
         """The inputs that get triplets: those the model's graph towers read."""
-        return () if self.knowledge_units is None else get_module(self.model).knowledge_sides
+        return () if self.knowledge_units is None or not is_built(self.model) else get_module(self.model).knowledge_sides
 
     def _check_knowledge_units(self) -> None:
-        if get_module(self.model).knowledge_sides and self.knowledge_units is None:
+        if is_built(self.model) and get_module(self.model).knowledge_sides and self.knowledge_units is None:
             raise ArboError(
                 f"'{self.name}' has a graph tower but no knowledge units to build its graphs from: set "
                 f'[components.{self.name}.knowledge_units] @misc = "spacy_arbo.knowledge_units.v1".')
@@ -532,7 +544,7 @@ class ArboLinker(ConfiguredPipe):
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
         retriever = self._require_retriever()
         serializers = {
-            "model": self.model.to_bytes,
+            "model": lambda: self.model.to_bytes() if is_built(self.model) else b"",
             "kb": retriever.kb.to_bytes,
             "indexes": lambda: srsly.msgpack_dumps(retriever.index_bytes(include_dense=self._index_is_current())),
             "anchors": lambda: self._anchors().to_bytes(retriever.kb) if self._keeps_anchors() else b"",
@@ -541,7 +553,7 @@ class ArboLinker(ConfiguredPipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         deserializers = {
-            "model": lambda b: self.model.from_bytes(b),
+            "model": lambda b: self.model.from_bytes(b) if b else None,
             "kb": lambda b: self.set_kb(EntityStore.from_bytes(b)),
             "indexes": lambda b: self._require_retriever().load_index_bytes(srsly.msgpack_loads(b)),
             "anchors": lambda b: self._load_anchors(TrainingMentions.from_bytes(b, self.kb) if b else None),
@@ -553,10 +565,11 @@ class ArboLinker(ConfiguredPipe):
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
         retriever = self._require_retriever()
         serializers = {
-            "model": self.model.to_disk,
             "kb": retriever.kb.to_disk,
             "indexes": lambda p: retriever.to_disk(p, include_dense=self._index_is_current()),
         }
+        if is_built(self.model):
+            serializers["model"] = self.model.to_disk
         if self._keeps_anchors():
             serializers["anchors"] = lambda p: self._anchors().to_disk(p, retriever.kb)
         util.to_disk(path, serializers, exclude)
@@ -567,7 +580,7 @@ class ArboLinker(ConfiguredPipe):
             self._load_legacy(path)
             return self
         deserializers = {
-            "model": lambda p: self.model.from_disk(p),
+            "model": lambda p: self.model.from_disk(p) if p.exists() else None,
             "kb": lambda p: self.set_kb(EntityStore.from_disk(p)),
             "indexes": lambda p: self._require_retriever().from_disk(p),
             "anchors": lambda p: self._load_anchors(TrainingMentions.from_disk(p, self.kb) if p.exists() else None),
@@ -591,6 +604,9 @@ class ArboLinker(ConfiguredPipe):
         if retriever is None:  # the KB was excluded
             return
         self._check_knowledge_units()
+        if not (self.settings.uses_dense or is_built(self.model)):
+            self._stale = False
+            return
         encoder = self._encoder_fingerprint()
         if len(self.corpus):
             current = self.corpus.vectors_fingerprint == encoder

@@ -63,8 +63,11 @@ class ConfiguredPipe(TrainablePipe):
         examples = list(get_examples()) if get_examples is not None else []
         if examples:
             validate_examples(examples, f"{self.name}.initialize")
-        self.model.initialize()
+        self._initialize_model()
         self._initialize(examples)
+
+    def _initialize_model(self) -> None:
+        self.model.initialize()
 
     def set_kb(self, kb: EntityStore) -> None:
         raise NotImplementedError

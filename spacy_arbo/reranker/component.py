@@ -58,7 +58,7 @@ class RerankerSettings(PairText):
     max_name_tokens: int = 24
     definition_tokens: int = 0
     alias_tokens: int = 0
-    use_long_form: bool = False
+    use_long_form: bool = True
     mode: str = "multi"
     top_n: int = 5
     threshold: Optional[float] = None

@@ -95,6 +95,27 @@ def test_tfidf_source_ranks_an_exact_alias_first(toy_kb_dir):
     assert doc.ents[0]._.kb_candidates[0][1] == pytest.approx(1.0)
 
 
+def test_tfidf_pipeline_neither_builds_nor_ships_an_encoder(tmp_path, toy_kb_dir, toy_docs):
+    from spacy_arbo.torch_model import is_built
+
+    nlp = make_nlp(toy_kb_dir, candidate_source="tfidf")
+    linker = nlp.get_pipe("arbo_linker")
+    assert not is_built(linker.model)
+    before = links(nlp.pipe(unlinked(nlp, toy_docs)))
+    nlp.to_disk(tmp_path / "pipeline")
+    assert not (tmp_path / "pipeline" / "arbo_linker" / "model").exists()
+    for loaded in (spacy.load(tmp_path / "pipeline"), spacy.blank("en").from_config(nlp.config).from_bytes(nlp.to_bytes())):
+        assert not is_built(loaded.get_pipe("arbo_linker").model)
+        assert links(loaded.pipe(unlinked(loaded, toy_docs))) == before
+    examples = [Example(nlp.make_doc(text), make_doc(nlp, text, mentions)) for text, mentions in TOY_TEXTS]
+    with pytest.raises(ArboError, match="no dual encoder to train"):
+        nlp.update(examples)
+    # Switched to dense candidates, it builds the configured (here hashed, untrained) encoder.
+    loaded.get_pipe("arbo_linker").configure(candidate_source="dense")
+    dense = links(loaded.pipe(unlinked(loaded, toy_docs)))
+    assert is_built(loaded.get_pipe("arbo_linker").model) and all(c for d in dense for *_, c in d)
+
+
 def test_index_aliases_keeps_entities_distinct(toy_kb_dir, toy_docs):
     nlp = make_nlp(toy_kb_dir, index_aliases=True, top_k=6)
     assert len(nlp.get_pipe("arbo_linker").retriever.dense) == 6 + 11  # names + aliases
