@@ -136,6 +136,16 @@ def index_kb_command(args: argparse.Namespace) -> None:
     print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
 
 
+def export_spacy_kb_command(args: argparse.Namespace) -> None:
+    from .kb.spacy_kb import ArboKnowledgeBase
+
+    linker = load_pipeline(args.pipeline).get_pipe(args.component)
+    kb = ArboKnowledgeBase.from_linker(linker, top_k=args.top_k)
+    kb.to_disk(args.out_dir)
+    print(f"Wrote {args.out_dir}: {len(kb):,} entities, vectors of width {kb.entity_vector_length}, "
+          f"for spaCy's entity_linker (entity_vector_length = {kb.entity_vector_length})")
+
+
 def configure_command(args: argparse.Namespace) -> None:
     from .pipeline.arbo_linker import arbo_linkers
 
@@ -310,6 +320,13 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("kb_dir")
     cmd.add_argument("--component", default="arbo_linker")
     cmd.set_defaults(func=index_kb_command)
+
+    cmd = commands.add_parser("export-spacy-kb", help="write a pipeline's KB and entity vectors for spaCy's entity_linker")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--component", default="arbo_linker")
+    cmd.add_argument("--top-k", type=int, default=10, help="candidates per mention")
+    cmd.set_defaults(func=export_spacy_kb_command)
 
     cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
     cmd.add_argument("pipeline")

@@ -304,3 +304,16 @@ def test_convert_corpus_unknown_name_lists_the_names(tmp_path, capsys):
     assert main(["convert-corpus", "bc5", str(tmp_path), str(tmp_path / "out")]) == 1
     assert capsys.readouterr().err == "error: Unknown corpus 'bc5'; known corpora: ncbi, bc5cdr.\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_export_spacy_kb_gives_spacys_linker_our_entities(linked, capsys):
+    import spacy
+
+    from spacy_arbo.kb.spacy_kb import create_spacy_kb_loader
+
+    tmp = linked
+    assert main(["export-spacy-kb", str(tmp / "pipeline"), str(tmp / "spacy_kb"), "--top-k", "3"]) == 0
+    assert "for spaCy's entity_linker" in capsys.readouterr().out
+    kb = create_spacy_kb_loader(tmp / "spacy_kb")(spacy.blank("en").vocab)
+    pipeline = spacy.load(tmp / "pipeline")
+    assert kb.store.ids == pipeline.get_pipe("arbo_linker").kb.ids and kb.top_k == 3

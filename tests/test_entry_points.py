@@ -32,7 +32,7 @@ def test_registries_resolve_without_import():
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker")  # the factories, through the entry points
     nlp.add_pipe("multi_cross_reranker")
-    assert registry.misc.get("spacy_arbo.KBFromDir.v1")
+    assert registry.misc.get("spacy_arbo.KBFromDir.v1") and registry.misc.get("spacy_arbo.EmptyArboKB.v1")
     assert registry.scorers.get("spacy_arbo.arbo_linker_scorer.v1")
     assert registry.architectures.get("spacy_arbo.DualEncoder.v1")
     assert registry.readers.get("spacy_arbo.PubTatorCorpus.v1")
