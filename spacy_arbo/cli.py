@@ -2,7 +2,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .util import ArboError, atomic_path
 
@@ -146,6 +146,22 @@ def export_spacy_kb_command(args: argparse.Namespace) -> None:
           f"for spaCy's entity_linker (entity_vector_length = {kb.entity_vector_length})")
 
 
+def add_ner_command(args: argparse.Namespace) -> None:
+    from .pipeline.configured_pipe import ConfiguredPipe
+
+    nlp = load_pipeline(args.pipeline)
+    if "ner" in nlp.pipe_names:
+        raise ArboError(f"{args.pipeline} already has a component named 'ner'.")
+    nlp.add_pipe("ner", source=load_pipeline(args.ner), first=True)
+    for _, proc in nlp.components:
+        # Their mentions now come from the recognizer, in evaluation (spacy evaluate) too.
+        if isinstance(proc, ConfiguredPipe) and "use_gold_ents" in proc.cfg:
+            proc.configure(use_gold_ents=False)
+    with atomic_path(args.output) as tmp:
+        nlp.to_disk(tmp)
+    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
+
+
 def configure_command(args: argparse.Namespace) -> None:
     from .pipeline.arbo_linker import arbo_linkers
 
@@ -216,14 +232,19 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
-    import srsly
-
     from .corpora import read_docbin
-    from .evaluation import BIOSYN_KEYS, evaluate_linking, format_metrics, gold_id_set
+    from .evaluation import BIOSYN_KEYS, evaluate_end_to_end, evaluate_linking, gold_id_set
     from .pipeline.arbo_linker import arbo_linkers
 
     nlp = configured_pipeline(args)
     docs = read_docbin(args.data, nlp.vocab)
+    if args.end_to_end:
+        if not any("doc.ents" in nlp.get_pipe_meta(name).assigns for name in nlp.pipe_names):
+            raise ArboError(f"--end-to-end: {args.pipeline} has no component that finds mentions (e.g. ner); "
+                            "add one with `python -m spacy_arbo add-ner`.")
+        metrics = evaluate_end_to_end(nlp, docs)
+        _report(metrics, args.output)
+        return
     seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
     metrics = evaluate_linking(nlp, docs, seen_ids=seen)
     if args.protocol == "biosyn":
@@ -235,11 +256,19 @@ def evaluate_command(args: argparse.Namespace) -> None:
         set_dictionaries(linkers, args.augment_from, evaluated=docs)
         biosyn = evaluate_linking(nlp, docs, seen_ids=seen, skip_nil_gold=True)
         metrics.update({f"biosyn_{key}": biosyn.get(key) for key in BIOSYN_KEYS})
+    _report(metrics, args.output)
+
+
+def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:
+    import srsly
+
+    from .evaluation import format_metrics
+
     print(format_metrics(metrics))
-    if args.output:
-        with atomic_path(args.output) as tmp:
+    if output:
+        with atomic_path(output) as tmp:
             srsly.write_json(tmp, metrics)
-        print(f"Wrote {args.output}")
+        print(f"Wrote {output}")
 
 
 def discover_command(args: argparse.Namespace) -> None:
@@ -328,6 +357,12 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--top-k", type=int, default=10, help="candidates per mention")
     cmd.set_defaults(func=export_spacy_kb_command)
 
+    cmd = commands.add_parser("add-ner", help="put a trained recognizer ('ner' of another pipeline) first, for raw text")
+    cmd.add_argument("pipeline", help="the linking pipeline")
+    cmd.add_argument("ner", help="a pipeline with a 'ner' component (e.g. from configs/ner.cfg)")
+    cmd.add_argument("output")
+    cmd.set_defaults(func=add_ner_command)
+
     cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
     cmd.add_argument("pipeline")
     cmd.add_argument("output")
@@ -364,6 +399,8 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
     cmd.add_argument("--output", help="write the metrics as JSON here")
+    cmd.add_argument("--end-to-end", action="store_true",
+                     help="recognize the mentions too (the pipeline needs NER): NER, spaCy's nel_micro_* and end-to-end P/R/F")
     cmd.add_argument("--protocol", choices=["strict", "biosyn"], default="strict",
                      help="biosyn: also score a second pass under BioSyn's protocol (biosyn_* keys)")
     cmd.add_argument("--augment-from", nargs="+", metavar="TRAIN.spacy",

@@ -18,7 +18,7 @@ import spacy
 import wasabi
 from spacy.language import Language
 from spacy.pipeline import Sentencizer
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 from spacy.util import filter_spans, registry
 
@@ -509,3 +509,16 @@ def create_pubtator_reader(
                 break
 
     return read
+
+
+@registry.augmenters("spacy_arbo.one_label.v1")
+def create_one_label_augmenter(label: str = "Disease") -> Callable[[Language, Example], Iterator[Example]]:
+    """Give every gold entity one label: a recognizer for linking needs mentions, not the
+    corpus's mention types (NCBI Disease has four: SpecificDisease, DiseaseClass, ...)."""
+
+    def relabel(nlp: Language, example: Example) -> Iterator[Example]:
+        reference = example.reference.copy()
+        reference.ents = [Span(reference, e.start, e.end, label=label, kb_id=e.kb_id_) for e in reference.ents]
+        yield Example(example.predicted, reference)
+
+    return relabel

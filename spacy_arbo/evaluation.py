@@ -1,6 +1,6 @@
 """Run a pipeline over gold-annotated docs and collect the linking metrics."""
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -79,6 +79,44 @@ def evaluate_linking(
     metrics["n_nil_gold"] = sum(o.gold_is_nil for o in outcomes)
     metrics["seconds"] = elapsed
     metrics["mentions_per_second"] = len(outcomes) / elapsed if elapsed > 0 else None
+    return metrics
+
+
+def _prf(predicted: Set, gold: Set) -> Tuple[float, float, float]:
+    tp = len(predicted & gold)
+    p = tp / len(predicted) if predicted else 0.0
+    r = tp / len(gold) if gold else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Dict[str, Any]:
+    """Run the whole pipeline on the raw texts of `gold_docs` (recognition, then linking).
+
+    `ner_*`: mention spans found (labels aside: a linker needs mentions, not their types);
+    `nel_micro_*`: spaCy's link scores, over the predicted mentions whose spans are gold;
+    `e2e_*`: (span, ids) pairs, a pair right only with the exact span and the exact id set.
+    """
+    start = time.perf_counter()
+    predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))
+    elapsed = time.perf_counter() - start
+
+    def spans(docs: List[Doc]) -> Set[Tuple[int, int, int]]:
+        return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents}
+
+    def links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
+        return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
+                for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
+
+    metrics: Dict[str, Any] = {}
+    for name, scores in (("ner", _prf(spans(predicted), spans(gold_docs))),
+                         ("e2e", _prf(links(predicted), links(gold_docs)))):
+        metrics.update(zip((f"{name}_p", f"{name}_r", f"{name}_f"), scores))
+    outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
+    metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
+    metrics["n_gold_mentions"] = sum(len(doc.ents) for doc in gold_docs)
+    metrics["n_predicted_mentions"] = sum(len(doc.ents) for doc in predicted)
+    metrics["seconds"] = elapsed
+    metrics["docs_per_second"] = len(gold_docs) / elapsed if elapsed > 0 else None
     return metrics
 
 

@@ -317,3 +317,30 @@ def test_export_spacy_kb_gives_spacys_linker_our_entities(linked, capsys):
     kb = create_spacy_kb_loader(tmp / "spacy_kb")(spacy.blank("en").vocab)
     pipeline = spacy.load(tmp / "pipeline")
     assert kb.store.ids == pipeline.get_pipe("arbo_linker").kb.ids and kb.top_k == 3
+
+
+def test_add_ner_then_evaluate_end_to_end(linked, capsys):
+    """A recognizer that finds both "Fever"s and a false "children", and misses "cough" and
+    "pyrexia": the figures below are counted by hand from the corpus above."""
+    import spacy
+
+    tmp = linked
+    recognizer = spacy.blank("en")
+    recognizer.add_pipe("entity_ruler", name="ner").add_patterns(
+        [{"label": "Disease", "pattern": "Fever"}, {"label": "Disease", "pattern": "children"}])
+    recognizer.to_disk(tmp / "ruler")
+    assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--end-to-end"]) == 1
+    assert "no component that finds mentions" in capsys.readouterr().err
+    assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
+    nlp = spacy.load(tmp / "e2e")
+    assert nlp.pipe_names == ["ner", "arbo_linker"] and not nlp.get_pipe("arbo_linker").settings.use_gold_ents
+    assert [(e.text, e.kb_id_) for e in nlp("Fever again.").ents] == [("Fever", "MESH:D005334")]
+    out = tmp / "e2e.json"
+    assert main(["evaluate", str(tmp / "e2e"), str(tmp / "test.spacy"), "--end-to-end", "--output", str(out)]) == 0
+    metrics = json.loads(out.read_text())
+    assert metrics["n_gold_mentions"] == 4 and metrics["n_predicted_mentions"] == 3
+    assert (metrics["ner_p"], metrics["ner_r"]) == pytest.approx((2 / 3, 2 / 4))
+    # Gold links leave out the NIL "pyrexia"; "children" is linked to something, so it is wrong.
+    assert (metrics["e2e_p"], metrics["e2e_r"]) == pytest.approx((2 / 3, 2 / 3))
+    assert metrics["nel_micro_p"] == metrics["nel_micro_r"] == 1.0  # both aligned "Fever"s are right
+    assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1

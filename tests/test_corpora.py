@@ -2,7 +2,7 @@ import json
 
 import pytest
 import spacy
-from spacy.tokens import DocBin
+from spacy.tokens import DocBin, Span
 from spacy.training import Example
 from spacy.util import registry
 
@@ -369,3 +369,14 @@ def test_real_bc5cdr_named_conversion(data_dir, tmp_path):
     assert sum(e.kb_id_ == NIL for e in ents) == 32
     assert sum("|" in e.kb_id_ for e in ents) == 94  # one composite, D020258|D020258|D020258, is one id
     assert (tmp_path / "test.spacy").read_bytes() == (tmp_path / "dev.spacy").read_bytes()
+
+
+def test_one_label_augmenter_keeps_spans_and_ids():
+    nlp = spacy.blank("en")
+    doc = nlp("Fever and breast cancer.")
+    doc.ents = [Span(doc, 0, 1, label="SpecificDisease", kb_id="D1"), Span(doc, 2, 4, label="DiseaseClass", kb_id="D2")]
+    augment = registry.augmenters.get("spacy_arbo.one_label.v1")(label="Disease")
+    (example,) = augment(nlp, Example(nlp.make_doc(doc.text), doc))
+    assert [(e.text, e.label_, e.kb_id_) for e in example.reference.ents] == [
+        ("Fever", "Disease", "D1"), ("breast cancer", "Disease", "D2")]
+    assert [e.label_ for e in doc.ents] == ["SpecificDisease", "DiseaseClass"]  # the corpus is left as it is
