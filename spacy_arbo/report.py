@@ -1,6 +1,6 @@
 """A results table (markdown) and recall@k curves (PNG) from `evaluate` JSON files."""
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import srsly
 
@@ -10,6 +10,9 @@ from .util import ArboError, PathLike, atomic_path
 COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"), ("accuracy_strict", "acc strict"),
            ("accuracy_seen", "acc seen"), ("accuracy_unseen", "acc unseen"), ("nel_micro_f", "link F"), ("ari", "ARI"),
            ("mentions_per_second", "mentions/s")]
+# Systems scored on raw text (`evaluate --end-to-end`): recognition, then linking.
+END_TO_END_COLUMNS = [("ner_p", "NER P"), ("ner_r", "NER R"), ("ner_f", "NER F"), ("nel_micro_f", "link F (found mentions)"),
+                      ("e2e_p", "e2e P"), ("e2e_r", "e2e R"), ("e2e_f", "e2e F"), ("docs_per_second", "docs/s")]
 
 
 def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
@@ -32,11 +35,11 @@ def _cell(value: Any) -> str:
     return f"{value:.1f}" if value > 1.0 else f"{value:.3f}"
 
 
-def markdown_table(systems: Dict[str, Dict[str, Any]]) -> str:
-    lines = ["| system | " + " | ".join(label for _, label in COLUMNS) + " |",
-             "|---|" + "---:|" * len(COLUMNS)]
+def markdown_table(systems: Dict[str, Dict[str, Any]], columns: List[Tuple[str, str]] = COLUMNS) -> str:
+    lines = ["| system | " + " | ".join(label for _, label in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
     for name, metrics in systems.items():
-        lines.append(f"| {name} | " + " | ".join(_cell(metrics.get(key)) for key, _ in COLUMNS) + " |")
+        lines.append(f"| {name} | " + " | ".join(_cell(metrics.get(key)) for key, _ in columns) + " |")
     return "\n".join(lines)
 
 
@@ -65,10 +68,14 @@ def plot_recall(systems: Dict[str, Dict[str, Any]], path: Path) -> None:
 def write_report(metrics_dir: PathLike, output: PathLike) -> List[str]:
     """Write the markdown table, and the plot next to it; return the table's lines."""
     systems = read_metrics(metrics_dir)
+    end_to_end = {name: m for name, m in systems.items() if "e2e_f" in m}
+    linking = {name: m for name, m in systems.items() if name not in end_to_end}
     output = Path(output)
     plot = output.with_suffix(".png")
-    table = markdown_table(systems)
+    table = markdown_table(linking)
+    if end_to_end:
+        table += "\n\nRaw text (mentions found by the recognizer):\n\n" + markdown_table(end_to_end, END_TO_END_COLUMNS)
     with atomic_path(output) as tmp:
         tmp.write_text(f"# Results\n\n{table}\n\n![recall@k]({plot.name})\n", encoding="utf8")
-    plot_recall(systems, plot)
+    plot_recall(linking, plot)
     return table.splitlines()

@@ -175,8 +175,13 @@ def test_report_table_and_plot(tmp_path, capsys):
         {"recall@1": 0.719, "recall@8": 0.85, "recall@64": 0.894, "accuracy": 0.7, "accuracy_strict": 0.68,
          "mentions_per_second": 2000.0}))
     (metrics / "retriever_test.json").write_text(json.dumps({"recall@1": 0.8, "recall@64": 0.95, "ari": 0.6}))
+    (metrics / "e2e_test.json").write_text(json.dumps(
+        {"ner_p": 0.8, "ner_r": 0.75, "ner_f": 0.774, "nel_micro_f": 0.9, "e2e_p": 0.7, "e2e_r": 0.65, "e2e_f": 0.674,
+         "docs_per_second": 12.5}))
     assert main(["report", str(metrics), "--output", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
+    assert "| e2e | 0.800 | 0.750 | 0.774 | 0.900 | 0.700 | 0.650 | 0.674 | 12.5 |" in text
+    assert "| e2e | -" not in text  # raw-text systems get their own table
     assert "| retriever | 0.800 | - | 0.950 |" in text
     assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | 0.680 | - | - | - | - | 2000.0 |" in text
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
