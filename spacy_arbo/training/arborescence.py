@@ -3,12 +3,13 @@
 Each batch mention's graph holds its gold entity and its coreferent training mentions;
 pruned to a minimum spanning arborescence rooted at the entity, it gives the mention
 exactly one incoming edge, its positive, from the entity or from another mention. Only
-numpy: the caller passes embeddings cached from the current model snapshot, and
+numpy and scipy: the caller passes embeddings cached from the current model snapshot, and
 neighbour lists from its own index search.
 """
 from typing import List, Mapping, NamedTuple, Optional
 
 import numpy as np
+from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 
 from ..util import ArboError
 
@@ -42,21 +43,19 @@ def _check_cluster(dissimilarity: np.ndarray, root: int) -> np.ndarray:
 
 
 def _min_arborescence(weights: np.ndarray, root: int) -> np.ndarray:
-    """Prim's algorithm grown from the root along outgoing edges only; O(n^2)."""
-    n = len(weights)
-    parents = np.full(n, -1, dtype=np.int64)
-    reached = np.zeros(n, dtype=bool)
-    reached[root] = True
-    best = weights[root].copy()
-    best_from = np.full(n, root, dtype=np.int64)
-    for _ in range(n - 1):
-        node = int(np.argmin(np.where(reached, np.inf, best)))
-        parents[node] = best_from[node]
-        reached[node] = True
-        closer = ~reached & (weights[node] < best)
-        best[closer] = weights[node, closer]
-        best_from[closer] = node
-    return parents
+    """scipy's undirected minimum spanning tree, oriented away from the root: a minimum
+    arborescence (see `arborescence_positives`)."""
+    if len(weights) == 1:
+        return np.array([-1], dtype=np.int64)
+    undirected = weights.copy()
+    undirected[:, root] = weights[root]  # the root's outgoing edges, read both ways
+    np.fill_diagonal(undirected, np.inf)
+    # scipy reads a zero as "no edge"; shifting every weight alike keeps the minimum tree.
+    shifted = np.triu(undirected - undirected.min() + 1.0, 1)
+    _, parents = breadth_first_order(minimum_spanning_tree(shifted), root, directed=False,
+                                     return_predecessors=True)
+    parents[root] = -1
+    return parents.astype(np.int64)
 
 
 def arborescence_positives(
