@@ -26,8 +26,8 @@ def cosines(a, b):
 def test_resolve_precision():
     cpu = torch.device("cpu")
     assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
-    has_amx = torch.cpu._is_amx_tile_supported()
-    assert resolve_precision("auto", cpu) == ("bf16" if has_amx else "fp32")
+    native = torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()
+    assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
     with pytest.raises(ArboError, match="precision"):
         resolve_precision("fp16", cpu)
 
