@@ -190,7 +190,7 @@ def test_scorer_reports_recall_and_links(toy_kb_dir, toy_docs):
 
 @pytest.mark.parametrize("upstream_detector", [None, "spans", "dicts"])
 def test_long_form_reads_a_defined_abbreviation_as_what_it_stands_for(toy_kb_dir, toy_docs, upstream_detector):
-    nlp = make_nlp(toy_kb_dir, use_long_form=True)
+    nlp = make_nlp(toy_kb_dir)  # use_long_form is on by default
     if upstream_detector:
         nlp.add_pipe("abbreviation_detector", before="arbo_linker",
                      config={"make_serializable": upstream_detector == "dicts"})
@@ -201,7 +201,7 @@ def test_long_form_reads_a_defined_abbreviation_as_what_it_stands_for(toy_kb_dir
     assert [m.mention for m in linker.mention_inputs(list(doc.ents))] == ["Wilson disease"] * 3
     # Same text, no context: the short forms get exactly the long form's candidates.
     assert doc.ents[1]._.kb_candidates == doc.ents[2]._.kb_candidates == doc.ents[0]._.kb_candidates
-    plain = make_nlp(toy_kb_dir)
+    plain = make_nlp(toy_kb_dir, use_long_form=False)
     assert [m.mention for m in plain.get_pipe("arbo_linker").mention_inputs(list(doc.ents))] == \
         ["Wilson disease", "WD", "WD"]
 
