@@ -3,6 +3,7 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
+from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 from spacy.training import Example
 
@@ -82,13 +83,6 @@ def evaluate_linking(
     return metrics
 
 
-def _prf(predicted: Set, gold: Set) -> Tuple[float, float, float]:
-    tp = len(predicted & gold)
-    p = tp / len(predicted) if predicted else 0.0
-    r = tp / len(gold) if gold else 0.0
-    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
-
-
 def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Dict[str, Any]:
     """Run the whole pipeline on the raw texts of `gold_docs` (recognition, then linking).
 
@@ -108,9 +102,10 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
                 for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
 
     metrics: Dict[str, Any] = {}
-    for name, scores in (("ner", _prf(spans(predicted), spans(gold_docs))),
-                         ("e2e", _prf(links(predicted), links(gold_docs)))):
-        metrics.update(zip((f"{name}_p", f"{name}_r", f"{name}_f"), scores))
+    for name, items in (("ner", spans), ("e2e", links)):
+        prf = PRFScore()
+        prf.score_set(items(predicted), items(gold_docs))
+        metrics.update({f"{name}_p": prf.precision, f"{name}_r": prf.recall, f"{name}_f": prf.fscore})
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
     metrics["n_gold_mentions"] = sum(len(doc.ents) for doc in gold_docs)

@@ -43,11 +43,7 @@ class ArboKnowledgeBase(KnowledgeBase):
             raise ArboError(
                 f"ArboKnowledgeBase: expected one vector of width {self.entity_vector_length} per entity "
                 f"({len(store)}), got an array of shape {vectors.shape}.")
-        self.store = store
-        self.vectors = vectors
-        self.tfidf = TfidfAliasIndex.build(store)
-        for entity_id in store.ids:
-            self.vocab.strings.add(entity_id)
+        self._hold(store, vectors, TfidfAliasIndex.build(store))
 
     @classmethod
     def from_linker(cls, linker, top_k: int = 10) -> "ArboKnowledgeBase":
@@ -132,14 +128,13 @@ class ArboKnowledgeBase(KnowledgeBase):
 
     def from_disk(self, path: PathLike, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboKnowledgeBase":
         path = Path(path)
-        if not (path / CFG_FILE).exists():
-            raise ArboError(f"{path}: not an ArboKnowledgeBase directory (no {CFG_FILE}).")
+        cfg = read_cfg(path)
         store = EntityStore.from_disk(path / "entities")
         try:
             vectors = np.load(path / VECTORS_FILE)
         except (OSError, ValueError) as err:
             raise ArboError(f"{path / VECTORS_FILE}: cannot read the entity vectors ({err}).") from None
-        self._load(srsly.read_json(path / CFG_FILE), store, vectors,
+        self._load(cfg, store, vectors,
                    TfidfAliasIndex.from_disk(path / "tfidf", store.fingerprint()))
         return self
 
@@ -158,9 +153,20 @@ class ArboKnowledgeBase(KnowledgeBase):
         if vectors.shape != (len(store), self.entity_vector_length):
             raise ArboError(f"ArboKnowledgeBase: {vectors.shape[0]} vectors for {len(store)} entities.")
         self.top_k = cfg["top_k"]
-        self.store, self.vectors, self.tfidf = store, vectors.astype(np.float32, copy=False), tfidf
+        self._hold(store, vectors.astype(np.float32, copy=False), tfidf)
+
+    def _hold(self, store: EntityStore, vectors: np.ndarray, tfidf: TfidfAliasIndex) -> None:
+        self.store, self.vectors, self.tfidf = store, vectors, tfidf
         for entity_id in store.ids:
             self.vocab.strings.add(entity_id)
+
+
+def read_cfg(path: Path) -> dict:
+    """The settings of a saved ArboKnowledgeBase: its top_k and vector width."""
+    cfg_file = path / CFG_FILE
+    if not cfg_file.exists():
+        raise ArboError(f"{path}: not an ArboKnowledgeBase directory (no {CFG_FILE}).")
+    return srsly.read_json(cfg_file)
 
 
 @registry.misc("spacy_arbo.EmptyArboKB.v1")
@@ -179,10 +185,7 @@ def create_spacy_kb_loader(path: PathLike) -> Callable[[Vocab], ArboKnowledgeBas
     `ArboKnowledgeBase.to_disk` (or `python -m spacy_arbo export-spacy-kb`)."""
 
     def load(vocab: Vocab) -> ArboKnowledgeBase:
-        cfg_file = Path(path) / CFG_FILE
-        if not cfg_file.exists():
-            raise ArboError(f"{path}: not an ArboKnowledgeBase directory (no {CFG_FILE}).")
-        cfg = srsly.read_json(cfg_file)
+        cfg = read_cfg(Path(path))
         return ArboKnowledgeBase(vocab, cfg["width"], top_k=cfg["top_k"]).from_disk(path)
 
     return load

@@ -298,12 +298,16 @@ class ArboLinker(ConfiguredPipe):
 
     # Encoding -------------------------------------------------------------------------
 
+    def _graph_sides(self) -> Tuple[str, ...]:
+        """The inputs the model's graph towers read (none before the model is built)."""
+        return get_module(self.model).knowledge_sides if is_built(self.model) else ()
+
     def _knowledge_sides(self) -> Tuple[str, ...]:
         """The inputs that get triplets: those the model's graph towers read."""
-        return () if self.knowledge_units is None or not is_built(self.model) else get_module(self.model).knowledge_sides
+        return () if self.knowledge_units is None else self._graph_sides()
 
     def _check_knowledge_units(self) -> None:
-        if is_built(self.model) and get_module(self.model).knowledge_sides and self.knowledge_units is None:
+        if self._graph_sides() and self.knowledge_units is None:
             raise ArboError(
                 f"'{self.name}' has a graph tower but no knowledge units to build its graphs from: set "
                 f'[components.{self.name}.knowledge_units] @misc = "spacy_arbo.knowledge_units.v1".')
