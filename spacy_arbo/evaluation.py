@@ -88,7 +88,8 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
 
     `ner_*`: mention spans found (labels aside: a linker needs mentions, not their types);
     `nel_micro_*`: spaCy's link scores, over the predicted mentions whose spans are gold;
-    `e2e_*`: (span, ids) pairs, a pair right only with the exact span and the exact id set.
+    `e2e_*`: (span, ids) pairs, a pair right only with the exact span and the exact id set;
+    `e2e_any_id_*`: the same with any-id credit (the span exact, one predicted id among the gold).
     """
     start = time.perf_counter()
     predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))
@@ -106,6 +107,12 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
         prf = PRFScore()
         prf.score_set(items(predicted), items(gold_docs))
         metrics.update({f"{name}_p": prf.precision, f"{name}_r": prf.recall, f"{name}_f": prf.fscore})
+    predicted_links, gold_links = links(predicted), links(gold_docs)
+    gold_ids = {link[:3]: link[3] for link in gold_links}
+    any_id = PRFScore()
+    any_id.tp = sum(bool(link[3] & gold_ids.get(link[:3], frozenset())) for link in predicted_links)
+    any_id.fp, any_id.fn = len(predicted_links) - any_id.tp, len(gold_links) - any_id.tp
+    metrics.update({"e2e_any_id_p": any_id.precision, "e2e_any_id_r": any_id.recall, "e2e_any_id_f": any_id.fscore})
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
     metrics["n_gold_mentions"] = sum(len(doc.ents) for doc in gold_docs)

@@ -12,7 +12,8 @@ COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("ac
            ("mentions_per_second", "mentions/s")]
 # Systems scored on raw text (`evaluate --end-to-end`): recognition, then linking.
 END_TO_END_COLUMNS = [("ner_p", "NER P"), ("ner_r", "NER R"), ("ner_f", "NER F"), ("nel_micro_f", "link F (found mentions)"),
-                      ("e2e_p", "e2e P"), ("e2e_r", "e2e R"), ("e2e_f", "e2e F"), ("docs_per_second", "docs/s")]
+                      ("e2e_p", "e2e P"), ("e2e_r", "e2e R"), ("e2e_f", "e2e F"), ("e2e_any_id_f", "e2e F any-id"),
+                      ("docs_per_second", "docs/s")]
 
 
 def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:

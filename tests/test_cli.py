@@ -177,10 +177,10 @@ def test_report_table_and_plot(tmp_path, capsys):
     (metrics / "retriever_test.json").write_text(json.dumps({"recall@1": 0.8, "recall@64": 0.95, "ari": 0.6}))
     (metrics / "e2e_test.json").write_text(json.dumps(
         {"ner_p": 0.8, "ner_r": 0.75, "ner_f": 0.774, "nel_micro_f": 0.9, "e2e_p": 0.7, "e2e_r": 0.65, "e2e_f": 0.674,
-         "docs_per_second": 12.5}))
+         "e2e_any_id_f": 0.68, "docs_per_second": 12.5}))
     assert main(["report", str(metrics), "--output", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
-    assert "| e2e | 0.800 | 0.750 | 0.774 | 0.900 | 0.700 | 0.650 | 0.674 | 12.5 |" in text
+    assert "| e2e | 0.800 | 0.750 | 0.774 | 0.900 | 0.700 | 0.650 | 0.674 | 0.680 | 12.5 |" in text
     assert "| e2e | -" not in text  # raw-text systems get their own table
     assert "| retriever | 0.800 | - | 0.950 |" in text
     assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | 0.680 | - | - | - | - | 2000.0 |" in text
@@ -347,5 +347,6 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert (metrics["ner_p"], metrics["ner_r"]) == pytest.approx((2 / 3, 2 / 4))
     # Gold links leave out the NIL "pyrexia"; "children" is linked to something, so it is wrong.
     assert (metrics["e2e_p"], metrics["e2e_r"]) == pytest.approx((2 / 3, 2 / 3))
+    assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((2 / 3, 2 / 3))
     assert metrics["nel_micro_p"] == metrics["nel_micro_r"] == 1.0  # both aligned "Fever"s are right
     assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1
