@@ -5,13 +5,20 @@ EntityStore; several vectors may share one id when synonyms are indexed), so
 search results map straight back to entities. The metadata records which encoder
 made the vectors (an opaque fingerprint), so a pipeline refuses an index built by
 a different encoder instead of returning confident nonsense.
+
+Approximate kinds are tuned when built: `nprobe` (IVF) or `efSearch` (HNSW) is the
+smallest that finds `recall_target` of the exact top `recall_k` for a sample of the
+indexed vectors, and the recall reached is kept in `params`. `build_from_chunks` fills an
+index from chunks (e.g. memory-mapped shards), so a 10M-vector KB never needs its float32
+matrix in memory at once.
 """
 import functools
 import hashlib
+import json
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import srsly
@@ -30,6 +37,10 @@ INDEX_FILE = "index.faiss"
 META_FILE = "index.json"
 FORMAT_VERSION = 1
 KINDS = ("flat", "hnsw", "ivfpq", "ivfsq")
+# kind="auto": exact search up to this many vectors (0.3 GB at 384 dimensions, a few ms a
+# query on 2 cores), IVF with 8-bit scalar quantization above it (a quarter of the memory).
+AUTO_FLAT_MAX = 200_000
+AUTO_KIND = "ivfsq"
 METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
 SQ_TYPES = {
     "8bit": faiss.ScalarQuantizer.QT_8bit,
@@ -37,8 +48,19 @@ SQ_TYPES = {
     "4bit": faiss.ScalarQuantizer.QT_4bit,
     "fp16": faiss.ScalarQuantizer.QT_fp16,
 }
-# k-means wants this many training points per centroid; fewer gives poor lists.
+# k-means wants this many training points per centroid; fewer gives poor lists. More than
+# MAX_POINTS_PER_CENTROID only slows training, so larger samples are subsampled.
 POINTS_PER_CENTROID = 39
+MAX_POINTS_PER_CENTROID = 64
+# The default nlist stops here: k-means and assigning every vector to a list grow with it,
+# and 4096 lists keep a 10M-vector build on a 2-core CPU within minutes.
+MAX_DEFAULT_NLIST = 4096
+# From this many lists the coarse quantizer is an HNSW graph over the centroids, so adding
+# and searching walk a graph instead of scanning every centroid.
+HNSW_QUANTIZER_NLIST = 1024
+# How many sampled vectors measure recall against exact search, and the values tried.
+RECALL_QUERIES = 256
+EF_SEARCH_TRIED = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
 class FaissIndex:
@@ -66,64 +88,105 @@ class FaissIndex:
 
     @classmethod
     def build(
+        cls, vectors: np.ndarray, kind: str = "flat", *, ids: Optional[np.ndarray] = None, **options: Any
+    ) -> "FaissIndex":
+        """Build an index over `vectors` (one row per id; ids default to 0..n-1).
+
+        `options` are those of `build_from_chunks`; the vectors are also its sample.
+        """
+        matrix = _as_matrix(vectors, "vectors")
+        return cls.build_from_chunks([(matrix, ids)], count=len(matrix), sample=matrix, kind=kind, **options)
+
+    @classmethod
+    def build_from_chunks(
         cls,
-        vectors: np.ndarray,
-        kind: str = "flat",
+        chunks: Iterable[Tuple[np.ndarray, Optional[np.ndarray]]],
         *,
-        ids: Optional[np.ndarray] = None,
+        count: int,
+        sample: np.ndarray,
+        kind: str = "flat",
         metric: str = "ip",
         fingerprint: str = "",
         hnsw_m: int = 32,
         ef_construction: int = 200,
-        ef_search: int = 128,
+        ef_search: Optional[int] = None,
         nlist: Optional[int] = None,
-        nprobe: int = 16,
+        nprobe: Optional[int] = None,
         pq_m: Optional[int] = None,
         pq_nbits: int = 8,
         sq_type: str = "8bit",
+        recall_target: float = 0.95,
+        recall_k: int = 64,
         use_gpu: Optional[bool] = None,
         seed: int = 0,
     ) -> "FaissIndex":
-        """Build an index over `vectors` (one row per id).
+        """Build an index from `(vectors, ids)` chunks holding `count` vectors in all (ids
+        None: the running row numbers); IVF and PQ train on `sample`, a random subset.
 
         kind: "flat" (exact), "hnsw" (graph; fast and accurate, CPU only),
-        "ivfpq" (inverted lists + product quantization: smallest, for millions of
-        vectors), "ivfsq" (inverted lists + scalar quantization).
-        nlist defaults to about 4 * sqrt(n), lowered so every list has enough
-        training points; pq_m (sub-quantizers) defaults to about dim / 8.
+        "ivfpq" (inverted lists + product quantization: smallest), "ivfsq" (inverted lists
+        + scalar quantization), or "auto": flat up to AUTO_FLAT_MAX vectors, else ivfsq.
+        nlist defaults to about 4 * sqrt(count), at most MAX_DEFAULT_NLIST and lowered so
+        every list has enough training points; pq_m (sub-quantizers) to about dim / 8.
+        nprobe / ef_search None: the smallest value reaching `recall_target` of the exact
+        top `recall_k` for sampled indexed vectors (measured while the chunks are added).
         use_gpu: None moves the index to a GPU when faiss has one (never HNSW).
         seed fixes IVF and PQ training, so rebuilding gives the same index; HNSW
         graphs are built in parallel and may differ slightly between builds.
         """
+        if kind == "auto":
+            kind = "flat" if count <= AUTO_FLAT_MAX else AUTO_KIND
         if kind not in KINDS:
-            raise ArboError(f"Unknown index kind '{kind}'; choose one of {', '.join(KINDS)}.")
+            raise ArboError(f"Unknown index kind '{kind}'; choose one of auto, {', '.join(KINDS)}.")
         metric_type = _metric_type(metric)
-        matrix = _as_matrix(vectors, "vectors")
-        n, dim = matrix.shape
-        if n == 0:
+        train = _as_matrix(sample, "sample")
+        if count < 1 or not len(train):
             raise ArboError("Cannot build an index from an empty vector matrix (0 rows).")
-        row_ids = _as_ids(ids, n)
+        dim = train.shape[1]
         for name, value in (("hnsw_m", hnsw_m), ("ef_construction", ef_construction),
-                            ("ef_search", ef_search), ("nprobe", nprobe), ("pq_nbits", pq_nbits)):
+                            ("pq_nbits", pq_nbits), ("recall_k", recall_k)):
             _check_positive(name, value)
+        for name, value in (("ef_search", ef_search), ("nprobe", nprobe)):
+            if value is not None:
+                _check_positive(name, value)
+        if not 0 < recall_target <= 1:
+            raise ArboError(f"recall_target must be in (0, 1]; got {recall_target!r}.")
         if kind == "flat":
             # IndexFlat and IndexHNSW number vectors themselves; the id map stores ours.
             index = faiss.IndexIDMap(faiss.IndexFlat(dim, metric_type))
             params: Dict[str, Any] = {}
+            tuned: Optional[Tuple[str, List[int], Callable[[int], None]]] = None
         elif kind == "hnsw":
             graph = faiss.IndexHNSWFlat(dim, hnsw_m, metric_type)
             graph.hnsw.efConstruction = ef_construction
-            graph.hnsw.efSearch = ef_search
             index = faiss.IndexIDMap(graph)
-            params = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search}
+            params = {"hnsw_m": hnsw_m, "ef_construction": ef_construction}
+            tuned = ("ef_search", [ef_search] if ef_search else [v for v in EF_SEARCH_TRIED if v >= recall_k],
+                     lambda value: setattr(graph.hnsw, "efSearch", value))
         else:
-            index, params = _ivf_index(kind, matrix.shape, metric_type, nlist, nprobe,
-                                       pq_m, pq_nbits, sq_type, seed)
+            ivf, params = _ivf_index(kind, count, train, metric_type, nlist, pq_m, pq_nbits, sq_type, seed)
+            index = ivf
+            tried = [nprobe] if nprobe else sorted({min(2 ** i, ivf.nlist) for i in range(ivf.nlist.bit_length() + 1)})
+            tuned = ("nprobe", [min(v, ivf.nlist) for v in tried], lambda value: setattr(ivf, "nprobe", value))
         if not index.is_trained:
-            index.train(matrix)
-        index.add_with_ids(matrix, row_ids)
-        return cls(index, kind, metric=metric, params=params, fingerprint=fingerprint,
-                   use_gpu=use_gpu)
+            index.train(train)
+        probe = None if tuned is None else _RecallProbe(train, recall_k, metric_type, seed)
+        added = 0
+        for vectors, ids in chunks:
+            matrix = _as_matrix(vectors, "vectors")
+            if matrix.shape[1] != dim:
+                raise ArboError(f"A chunk of vectors has dimension {matrix.shape[1]}; the sample has {dim}.")
+            chunk_ids = np.arange(added, added + len(matrix), dtype=np.int64) if ids is None \
+                else _as_ids(ids, len(matrix))
+            index.add_with_ids(matrix, chunk_ids)
+            if probe is not None:
+                probe.update(matrix, chunk_ids)
+            added += len(matrix)
+        if added != count:
+            raise ArboError(f"The chunks held {added:,} vectors but count says {count:,}.")
+        if tuned is not None:
+            params.update(_tune(index, kind, probe, recall_target, *tuned))
+        return cls(index, kind, metric=metric, params=params, fingerprint=fingerprint, use_gpu=use_gpu)
 
     @property
     def kind(self) -> str:
@@ -215,8 +278,9 @@ class FaissIndex:
         if not meta_file.exists():
             raise ArboError(f"No FAISS index at '{path}' (missing {META_FILE}).")
         try:
-            meta = srsly.read_json(meta_file)
-        except ValueError as err:
+            # The standard library parses floats (recall figures) exactly; srsly's ujson does not.
+            meta = json.loads(meta_file.read_text(encoding="utf8"))
+        except (ValueError, UnicodeDecodeError) as err:
             raise ArboError(f"{meta_file}: cannot read index metadata ({err}).") from None
         _check_meta(meta, str(meta_file), f"index at '{path}'", expected_fingerprint, expected_dim)
         if not index_file.exists():
@@ -325,24 +389,28 @@ def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["f
 
 def _ivf_index(
     kind: str,
-    shape: Tuple[int, int],
+    count: int,
+    train: np.ndarray,
     metric_type: int,
     nlist: Optional[int],
-    nprobe: int,
     pq_m: Optional[int],
     pq_nbits: int,
     sq_type: str,
     seed: int,
-) -> Tuple["faiss.Index", Dict[str, Any]]:
+) -> Tuple["faiss.IndexIVF", Dict[str, Any]]:
     """An untrained IVF index with a seeded clustering; IVF stores custom ids itself."""
-    n, dim = shape
+    n, dim = train.shape
     if nlist is None:
-        nlist = max(1, min(round(4 * math.sqrt(n)), n // POINTS_PER_CENTROID))
+        nlist = max(1, min(round(4 * math.sqrt(count)), MAX_DEFAULT_NLIST, n // POINTS_PER_CENTROID))
     _check_positive("nlist", nlist)
     if nlist > n:
         raise ArboError(f"nlist={nlist} inverted lists need at least {nlist} vectors to train; "
                         f"got {n}. Lower nlist or use kind='flat'.")
-    quantizer = faiss.IndexFlat(dim, metric_type)
+    if nlist >= HNSW_QUANTIZER_NLIST:
+        quantizer = faiss.IndexHNSWFlat(dim, 32, metric_type)
+        quantizer.hnsw.efSearch = 64
+    else:
+        quantizer = faiss.IndexFlat(dim, metric_type)
     if kind == "ivfpq":
         pq_m = _default_pq_m(dim) if pq_m is None else pq_m
         _check_positive("pq_m", pq_m)
@@ -363,9 +431,67 @@ def _ivf_index(
         index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, SQ_TYPES[sq_type],
                                               metric_type)
         params = {"nlist": nlist, "sq_type": sq_type}
+    if nlist >= HNSW_QUANTIZER_NLIST:
+        # k-means runs on a flat index; the centroids then fill the graph.
+        index.quantizer_trains_alone = 2
     index.cp.seed = seed
-    index.nprobe = min(nprobe, nlist)
-    return index, {**params, "nprobe": index.nprobe, "seed": seed}
+    index.cp.max_points_per_centroid = MAX_POINTS_PER_CENTROID
+    return index, {**params, "seed": seed}
+
+
+class _RecallProbe:
+    """The exact top-k ids of a few sampled vectors, merged chunk by chunk as the index fills."""
+
+    def __init__(self, sample: np.ndarray, k: int, metric_type: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        picked = rng.choice(len(sample), size=min(RECALL_QUERIES, len(sample)), replace=False)
+        self.queries = np.ascontiguousarray(sample[np.sort(picked)])
+        self.k = k
+        self.metric_type = metric_type
+        self.scores = np.full((len(self.queries), 0), -np.inf, dtype=np.float32)
+        self.ids = np.full((len(self.queries), 0), -1, dtype=np.int64)
+
+    def update(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+        exact = faiss.IndexFlat(vectors.shape[1], self.metric_type)
+        exact.add(vectors)
+        found, rows = exact.search(self.queries, min(self.k, len(vectors)))
+        if self.metric_type == faiss.METRIC_L2:
+            found = -found
+        scores = np.hstack([self.scores, found])
+        ids = np.hstack([self.ids, ids[rows]])
+        order = np.argsort(-scores, axis=1, kind="stable")[:, : self.k]
+        self.scores, self.ids = np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
+
+    def recall(self, index: "faiss.Index") -> float:
+        """Share of the exact top-k ids that `index` finds (ids shared by several vectors,
+        e.g. an entity's aliases, count once)."""
+        _, found = index.search(self.queries, self.k)
+        shares = [len(set(f) & set(e)) / len(set(e)) for f, e in zip(found.tolist(), self.ids.tolist())]
+        return float(np.mean(shares))
+
+
+def _tune(
+    index: "faiss.Index", kind: str, probe: "_RecallProbe", target: float,
+    name: str, values: List[int], apply: Callable[[int], None]
+) -> Dict[str, Any]:
+    """Set the first of `values` (ascending: slower, more exact) whose recall reaches
+    `target`; when none does, warn and take the first within half a point of the best
+    (quantization caps recall, and scanning every list would not lift it)."""
+    reached: List[Tuple[int, float]] = []
+    for value in values:
+        apply(value)
+        reached.append((value, probe.recall(index)))
+        if reached[-1][1] >= target:
+            break
+    else:
+        best = max(recall for _, recall in reached)
+        reached = [next(item for item in reached if item[1] >= best - 0.005)]
+        apply(reached[0][0])
+        if len(values) > 1:
+            warnings.warn(f"The {kind} index finds {best:.3f} of the exact top {probe.k} at most, below "
+                          f"recall_target={target}; {name}={reached[0][0]}. Use kind='ivfsq' or 'flat'.")
+    value, recall = reached[-1]
+    return {name: value, "recall_target": target, "recall_k": probe.k, "recall": round(recall, 4)}
 
 
 def _default_pq_m(dim: int) -> int:

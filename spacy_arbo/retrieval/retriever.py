@@ -43,13 +43,13 @@ EncodeEntities = Callable[[List[EntityInput]], np.ndarray]
 @dataclass(frozen=True)
 class RetrievalSettings:
     """How candidates are generated. `index` holds `FaissIndex.build` options
-    (`kind`: flat, hnsw, ivfpq, ivfsq); `index_aliases` gives every KB alias its own vector."""
+    (`kind`: auto, flat, hnsw, ivfpq, ivfsq); `index_aliases` gives every KB alias its own vector."""
 
     candidate_source: str = "dense"
     top_k: int = 64
     entity_fields: List[str] = field(default_factory=list)
     max_aliases: int = 8
-    index: Dict[str, Any] = field(default_factory=lambda: {"kind": "flat"})
+    index: Dict[str, Any] = field(default_factory=lambda: {"kind": "auto"})
     index_aliases: bool = False
     batch_size: int = 64
     use_gpu_index: Optional[bool] = None

@@ -111,8 +111,85 @@ def test_ivf_build_is_deterministic(small_indexes, kind):
 
 
 def test_ivf_params_are_recorded(small_indexes):
-    params = small_indexes[1]["ivfpq"].params
-    assert params == {"nlist": 2000 // 39, "pq_m": 2, "pq_nbits": 8, "nprobe": 16, "seed": 0}
+    params = small_indexes[1]["ivfsq"].params
+    assert set(params) == {"nlist", "sq_type", "seed", "nprobe", "recall_target", "recall_k", "recall"}
+    assert (params["nlist"], params["sq_type"], params["seed"]) == (2000 // 39, "8bit", 0)
+    assert (params["recall_target"], params["recall_k"]) == (0.95, 64)
+    pq = small_indexes[1]["ivfpq"].params
+    assert (pq["nlist"], pq["pq_m"], pq["pq_nbits"]) == (2000 // 39, 2, 8)
+
+
+def exact_recall(index, vectors, queries, k):
+    _, want = brute_force(vectors, queries, k)
+    _, found = index.search(queries, k)
+    return np.mean([len(set(f) & set(w)) / k for f, w in zip(found, want)])
+
+
+@pytest.mark.parametrize("kind,name", [("ivfsq", "nprobe"), ("hnsw", "ef_search")])
+def test_search_width_is_the_smallest_meeting_the_recall_target(kind, name):
+    vectors = clustered_vectors(4000, centres=40, seed=3)
+    index = FaissIndex.build(vectors, kind, recall_target=0.9, recall_k=16)
+    width = index.params[name]
+    sample = vectors[np.random.default_rng(5).choice(4000, 200, replace=False)]
+    assert index.params["recall"] >= 0.9 and exact_recall(index, vectors, sample, 16) >= 0.85
+    if kind == "ivfsq":
+        assert 1 < width < index.params["nlist"]
+        narrower = FaissIndex.build(vectors, kind, recall_target=0.9, recall_k=16, nprobe=width // 2)
+        assert narrower.params["recall"] < 0.9 and narrower.params["nprobe"] == width // 2
+
+
+def test_recall_target_out_of_range():
+    with pytest.raises(ArboError, match=r"recall_target must be in \(0, 1\]; got 1.5"):
+        FaissIndex.build(random_vectors(10), "ivfsq", recall_target=1.5)
+
+
+def test_capped_recall_warns_and_takes_the_plateau():
+    vectors = clustered_vectors(3000, seed=4)
+    with pytest.warns(UserWarning, match="below recall_target=0.999"):
+        index = FaissIndex.build(vectors, "ivfpq", pq_m=2, recall_target=0.999)
+    assert index.params["nprobe"] < index.params["nlist"] and index.params["recall"] < 0.999
+
+
+def test_auto_is_flat_when_small_and_ivfsq_when_large(monkeypatch):
+    vectors = clustered_vectors(2000)
+    assert FaissIndex.build(vectors, "auto").kind == "flat"
+    monkeypatch.setattr(index_module, "AUTO_FLAT_MAX", 1999)
+    index = FaissIndex.build(vectors, "auto")
+    assert index.kind == "ivfsq" and index.params["recall"] >= 0.95
+
+
+def test_chunks_build_the_same_index_as_one_matrix():
+    vectors = clustered_vectors(3000, seed=6)
+    ids = np.arange(3000) // 2  # two vectors per entity, as with alias vectors
+    whole = FaissIndex.build(vectors, "ivfsq", ids=ids)
+    chunks = [(vectors[i:i + 700], ids[i:i + 700]) for i in range(0, 3000, 700)]
+    streamed = FaissIndex.build_from_chunks(iter(chunks), count=3000, sample=vectors, kind="ivfsq")
+    assert streamed.to_bytes() == whole.to_bytes()
+    numbered = FaissIndex.build_from_chunks(((vectors[i:i + 1000], None) for i in range(0, 3000, 1000)),
+                                            count=3000, sample=vectors[:1500])
+    assert np.array_equal(numbered.search(vectors[2990:], 1)[1][:, 0], np.arange(2990, 3000))
+
+
+def test_chunk_errors():
+    vectors = random_vectors(100)
+    with pytest.raises(ArboError, match="chunks held 100 vectors but count says 120"):
+        FaissIndex.build_from_chunks([(vectors, None)], count=120, sample=vectors)
+    with pytest.raises(ArboError, match="chunk of vectors has dimension 8; the sample has 16"):
+        FaissIndex.build_from_chunks([(np.ones((4, 8)), None)], count=4, sample=vectors)
+    with pytest.raises(ArboError, match="Unknown index kind 'ivf'; choose one of auto, flat"):
+        FaissIndex.build(vectors, "ivf")
+
+
+def test_many_lists_use_a_graph_quantizer(monkeypatch, tmp_path):
+    monkeypatch.setattr(index_module, "HNSW_QUANTIZER_NLIST", 8)
+    vectors = clustered_vectors(2000, seed=7)
+    index = FaissIndex.build(vectors, "ivfsq", nlist=32)
+    quantizer = index_module.faiss.downcast_index(index_module.faiss.extract_index_ivf(index._index).quantizer)
+    assert isinstance(quantizer, index_module.faiss.IndexHNSWFlat) and quantizer.ntotal == 32
+    index.to_disk(tmp_path / "index")
+    loaded = FaissIndex.from_disk(tmp_path / "index")
+    assert np.array_equal(loaded.search(vectors[:20], 5)[1], index.search(vectors[:20], 5)[1])
+    assert index.params["recall"] >= 0.95
 
 
 @pytest.mark.parametrize("kind", KINDS)
