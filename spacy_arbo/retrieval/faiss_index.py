@@ -170,7 +170,7 @@ class FaissIndex:
             tuned = ("nprobe", [min(v, ivf.nlist) for v in tried], lambda value: setattr(ivf, "nprobe", value))
         if not index.is_trained:
             index.train(train)
-        probe = None if tuned is None else _RecallProbe(train, recall_k, metric_type, seed)
+        probe = None if tuned is None else ExactTopK(_recall_queries(train, seed), recall_k, metric)
         added = 0
         for vectors, ids in chunks:
             matrix = _as_matrix(vectors, "vectors")
@@ -439,39 +439,43 @@ def _ivf_index(
     return index, {**params, "seed": seed}
 
 
-class _RecallProbe:
-    """The exact top-k ids of a few sampled vectors, merged chunk by chunk as the index fills."""
+class ExactTopK:
+    """The exact top-k ids of some queries over vectors that arrive in chunks, merged as they
+    come: the reference for recall when the vectors never fit in memory at once."""
 
-    def __init__(self, sample: np.ndarray, k: int, metric_type: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        picked = rng.choice(len(sample), size=min(RECALL_QUERIES, len(sample)), replace=False)
-        self.queries = np.ascontiguousarray(sample[np.sort(picked)])
+    def __init__(self, queries: np.ndarray, k: int, metric: str = "ip") -> None:
+        self.queries = _as_matrix(queries, "queries")
         self.k = k
-        self.metric_type = metric_type
+        self._metric_type = _metric_type(metric)
         self.scores = np.full((len(self.queries), 0), -np.inf, dtype=np.float32)
         self.ids = np.full((len(self.queries), 0), -1, dtype=np.int64)
 
     def update(self, vectors: np.ndarray, ids: np.ndarray) -> None:
-        exact = faiss.IndexFlat(vectors.shape[1], self.metric_type)
+        exact = faiss.IndexFlat(vectors.shape[1], self._metric_type)
         exact.add(vectors)
         found, rows = exact.search(self.queries, min(self.k, len(vectors)))
-        if self.metric_type == faiss.METRIC_L2:
+        if self._metric_type == faiss.METRIC_L2:
             found = -found
         scores = np.hstack([self.scores, found])
         ids = np.hstack([self.ids, ids[rows]])
         order = np.argsort(-scores, axis=1, kind="stable")[:, : self.k]
         self.scores, self.ids = np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
 
-    def recall(self, index: "faiss.Index") -> float:
-        """Share of the exact top-k ids that `index` finds (ids shared by several vectors,
-        e.g. an entity's aliases, count once)."""
-        _, found = index.search(self.queries, self.k)
+    def recall(self, found: np.ndarray) -> float:
+        """Mean share of each query's exact top-k ids among `found` (n_queries, >= k) ids;
+        an id held by several vectors (an entity's aliases) counts once."""
         shares = [len(set(f) & set(e)) / len(set(e)) for f, e in zip(found.tolist(), self.ids.tolist())]
         return float(np.mean(shares))
 
 
+def _recall_queries(sample: np.ndarray, seed: int) -> np.ndarray:
+    """Sampled indexed vectors: the queries whose recall tunes nprobe / efSearch."""
+    picked = np.random.default_rng(seed).choice(len(sample), size=min(RECALL_QUERIES, len(sample)), replace=False)
+    return sample[np.sort(picked)]
+
+
 def _tune(
-    index: "faiss.Index", kind: str, probe: "_RecallProbe", target: float,
+    index: "faiss.Index", kind: str, probe: ExactTopK, target: float,
     name: str, values: List[int], apply: Callable[[int], None]
 ) -> Dict[str, Any]:
     """Set the first of `values` (ascending: slower, more exact) whose recall reaches
@@ -480,7 +484,7 @@ def _tune(
     reached: List[Tuple[int, float]] = []
     for value in values:
         apply(value)
-        reached.append((value, probe.recall(index)))
+        reached.append((value, probe.recall(index.search(probe.queries, probe.k)[1])))
         if reached[-1][1] >= target:
             break
     else:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from spacy_arbo.retrieval import faiss_index as index_module
-from spacy_arbo.retrieval.faiss_index import KINDS, FaissIndex, gpu_available
+from spacy_arbo.retrieval.faiss_index import KINDS, ExactTopK, FaissIndex, gpu_available
 from spacy_arbo.util import ArboError
 
 DIM = 16
@@ -168,6 +168,20 @@ def test_chunks_build_the_same_index_as_one_matrix():
     numbered = FaissIndex.build_from_chunks(((vectors[i:i + 1000], None) for i in range(0, 3000, 1000)),
                                             count=3000, sample=vectors[:1500])
     assert np.array_equal(numbered.search(vectors[2990:], 1)[1][:, 0], np.arange(2990, 3000))
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_exact_top_k_over_chunks_equals_brute_force(metric):
+    vectors, queries = random_vectors(900), random_vectors(12, seed=8)
+    exact = ExactTopK(queries, 10, metric)
+    for start in range(0, 900, 250):
+        exact.update(vectors[start:start + 250], np.arange(start, min(900, start + 250)) + 1000)
+    if metric == "ip":
+        want = brute_force(vectors, queries, 10)[1]
+    else:
+        want = np.argsort(((queries[:, None] - vectors[None]) ** 2).sum(-1), axis=1)[:, :10]
+    assert np.array_equal(exact.ids, want + 1000)
+    assert exact.recall(want + 1000) == 1.0 and exact.recall(want[:, :5] + 1000) == 0.5
 
 
 def test_chunk_errors():

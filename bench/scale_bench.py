@@ -1,0 +1,183 @@
+"""A 1M- or 10M-entity index on one machine: build time, memory, latency and recall.
+
+Entity vectors are synthetic and clustered like encoder outputs (names of one disease
+family share a coarse centre, synonyms of one concept a fine one), generated chunk by
+chunk so that the float32 matrix (15 GB at 10M x 384) never exists: the index is built
+with `FaissIndex.build_from_chunks`, saved, then served by a fresh process that only loads
+it, as a pipeline would. Queries are new draws around the fine centres (mentions of KB
+concepts); recall@k is against exact search over all vectors, computed chunk by chunk in
+the same pass, whose time per query is the baseline of the latency ratios.
+
+    python bench/scale_bench.py --n 1000000 --json bench/results/scale_1m.json
+    python bench/scale_bench.py --n 10000000 --json bench/results/scale_10m.json
+
+Run from the repository root with the package installed.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+import faiss
+import numpy as np
+
+from spacy_arbo.retrieval.faiss_index import INDEX_FILE, MAX_DEFAULT_NLIST, MAX_POINTS_PER_CENTROID, ExactTopK, \
+    FaissIndex
+
+CHUNK = 200_000
+COARSE_CENTRES = 1024
+# One fine centre (a concept with its synonyms) per this many vectors.
+VECTORS_PER_CONCEPT = 50
+
+
+class SyntheticVectors:
+    """Deterministic clustered unit vectors: row block [start, stop) is always the same."""
+
+    def __init__(self, n: int, dim: int, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.n, self.dim, self.seed = n, dim, seed
+        self.coarse = _unit(rng.standard_normal((COARSE_CENTRES, dim), dtype=np.float32))
+        self.fine = _unit(rng.standard_normal((max(1, n // VECTORS_PER_CONCEPT), dim), dtype=np.float32))
+
+    def draw(self, rng: np.random.Generator, count: int, noise: float = 0.5) -> np.ndarray:
+        concept = rng.integers(0, len(self.fine), count)
+        jitter = _unit(rng.standard_normal((count, self.dim), dtype=np.float32))
+        return _unit(0.6 * self.coarse[concept % COARSE_CENTRES] + 0.6 * self.fine[concept] + noise * jitter)
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        return self.draw(np.random.default_rng([self.seed, 1, start]), stop - start)
+
+    def sample(self, count: int, stream: int) -> np.ndarray:
+        return self.draw(np.random.default_rng([self.seed, 2, stream]), count)
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def rss_gb() -> Tuple[float, float]:
+    """(current, peak) resident memory of this process in GB; the peak (VmHWM) starts
+    afresh in a new process, unlike getrusage's, which a child inherits."""
+    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+    return int(status["VmRSS"].split()[0]) / 2 ** 20, int(status["VmHWM"].split()[0]) / 2 ** 20
+
+
+def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
+    data = SyntheticVectors(args.n, args.dim, args.seed)
+    queries = data.sample(args.queries, stream=1)
+    exact = ExactTopK(queries, args.k)
+    timings = {"generate": 0.0, "exact": 0.0}
+
+    def chunks() -> Iterator[Tuple[np.ndarray, Optional[np.ndarray]]]:
+        for start in range(0, args.n, CHUNK):
+            stop = min(args.n, start + CHUNK)
+            began = time.perf_counter()
+            block = data.block(start, stop)
+            timings["generate"] += time.perf_counter() - began
+            began = time.perf_counter()
+            exact.update(block, np.arange(start, stop, dtype=np.int64))
+            timings["exact"] += time.perf_counter() - began
+            yield block, None
+            print(f"\r  added {stop:,} / {args.n:,}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+
+    sample = data.sample(min(args.n, MAX_DEFAULT_NLIST * MAX_POINTS_PER_CENTROID), stream=0)
+    began = time.perf_counter()
+    index = FaissIndex.build_from_chunks(chunks(), count=args.n, sample=sample, kind=args.kind,
+                                         recall_target=args.recall_target, recall_k=args.k, use_gpu=False)
+    total = time.perf_counter() - began
+    index.to_disk(out / "index")
+    np.savez(out / "exact.npz", queries=queries, ids=exact.ids)
+    return {
+        "n": args.n, "dim": args.dim, "kind": index.kind, "params": index.params,
+        "build_s": round(total - timings["generate"] - timings["exact"], 1),
+        "generate_s": round(timings["generate"], 1),
+        "exact_ms_per_query": round(timings["exact"] * 1000 / len(queries), 2),
+        "build_peak_rss_gb": round(rss_gb()[1], 2),
+        "index_gb": round((out / "index" / INDEX_FILE).stat().st_size / 1e9, 3),
+    }
+
+
+def serve(path: Path, batch: int) -> Dict[str, Any]:
+    """Load the saved index alone and time searches, as a linking process would."""
+    before = rss_gb()[0]
+    began = time.perf_counter()
+    index = FaissIndex.from_disk(path / "index", use_gpu=False)
+    load = time.perf_counter() - began
+    reference = np.load(path / "exact.npz")
+    queries, exact_ids = reference["queries"], reference["ids"]
+    k = exact_ids.shape[1]
+    index.search(queries[:batch], k)  # warm up
+    single = []
+    for query in queries[:1000]:
+        began = time.perf_counter()
+        index.search(query[None], k)
+        single.append((time.perf_counter() - began) * 1000)
+    batched, found = [], []
+    for start in range(0, len(queries), batch):
+        began = time.perf_counter()
+        found.append(index.search(queries[start:start + batch], k)[1])
+        batched.append((time.perf_counter() - began) * 1000 / len(queries[start:start + batch]))
+    exact = ExactTopK(queries, k)
+    exact.ids = exact_ids
+    current, peak = rss_gb()
+    return {
+        "load_s": round(load, 1), "serve_rss_gb": round(current, 2), "serve_peak_rss_gb": round(peak, 2),
+        "python_rss_gb": round(before, 2),
+        "single_p50_ms": round(float(np.percentile(single, 50)), 3),
+        "single_p99_ms": round(float(np.percentile(single, 99)), 3),
+        "batched_p50_ms": round(float(np.percentile(batched, 50)), 3),
+        "batched_p99_ms": round(float(np.percentile(batched, 99)), 3),
+        f"recall@{k}": round(exact.recall(np.vstack(found)), 4),
+        "batch": batch, "threads": faiss.omp_get_max_threads(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="entity vectors")
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--kind", default="auto")
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--k", type=int, default=64)
+    parser.add_argument("--recall-target", type=float, default=0.95)
+    parser.add_argument("--batch", type=int, default=64, help="queries per batched search (a batch of mentions)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--serve", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        print(json.dumps(serve(args.serve, args.batch)))
+        return
+    with tempfile.TemporaryDirectory(prefix="scale_bench_") as tmp:
+        built = build(args, Path(tmp))
+        print(f"built {built['kind']} over {args.n:,} vectors in {built['build_s']} s, {built['params']}",
+              file=sys.stderr)
+        # A fresh process: the serving figures exclude what building held.
+        served = subprocess.run([sys.executable, __file__, "--serve", tmp, "--batch", str(args.batch)],
+                                check=True, capture_output=True, text=True)
+        result = {**built, **json.loads(served.stdout.strip().splitlines()[-1])}
+    result["x_exact_batched"] = round(result["exact_ms_per_query"] / result["batched_p50_ms"], 1)
+    rows = [("vectors", f"{args.n:,} x {args.dim}"), ("index", f"{result['kind']} {result['params']}"),
+            ("build s (train + add + tune)", result["build_s"]), ("build peak RSS GB", result["build_peak_rss_gb"]),
+            ("index file GB", result["index_gb"]), ("load s", result["load_s"]),
+            ("serving RSS GB (peak)", f"{result['serve_rss_gb']} ({result['serve_peak_rss_gb']})"),
+            ("single query p50 / p99 ms", f"{result['single_p50_ms']} / {result['single_p99_ms']}"),
+            (f"batched ({args.batch}) p50 / p99 ms per query", f"{result['batched_p50_ms']} / {result['batched_p99_ms']}"),
+            ("exact search ms per query (chunked, batched)", result["exact_ms_per_query"]),
+            ("speed-up over exact (batched p50)", result["x_exact_batched"]),
+            (f"recall@{args.k} vs exact ({args.queries:,} queries)", result[f"recall@{args.k}"])]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
