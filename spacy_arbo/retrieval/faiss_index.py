@@ -255,6 +255,27 @@ class FaissIndex:
             ids[:, :width] = found_ids
         return scores, ids
 
+    def update(self, remove: np.ndarray, vectors: np.ndarray, ids: np.ndarray, fingerprint: str) -> None:
+        """Drop every vector held under an id in `remove`, add `vectors` under `ids`, and take
+        the `fingerprint` of the KB they now describe: a KB update encodes only what changed.
+        IVF lists keep their trained centroids, so a large update drifts from a fresh build."""
+        if self.kind == "hnsw":
+            raise ArboError("An hnsw index cannot drop vectors; rebuild it (refresh_index) or use "
+                            "kind 'auto', 'flat', 'ivfsq' or 'ivfpq' for a KB that changes.")
+        matrix = np.zeros((0, self.dim), dtype=np.float32) if not len(vectors) else _as_matrix(vectors, "vectors")
+        if matrix.shape[1] != self.dim:
+            raise ArboError(f"New vectors have dimension {matrix.shape[1]} but the index has dimension {self.dim}.")
+        new_ids = _as_ids(ids, len(matrix))
+        index = self._cpu_index()
+        gone = np.unique(np.asarray(remove, dtype=np.int64))
+        if len(gone):
+            index.remove_ids(gone)
+        if len(matrix):
+            index.add_with_ids(matrix, new_ids)
+        if self.on_gpu:  # GPU indexes are updated through a CPU copy
+            self._index, self._on_gpu = _place(index, self.kind, True)
+        self._fingerprint = fingerprint
+
     # Serialization -------------------------------------------------------------
 
     def to_disk(self, path: PathLike) -> None:

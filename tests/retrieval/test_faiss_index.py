@@ -390,3 +390,23 @@ def test_hnsw_stays_on_cpu_with_gpu(monkeypatch):
     with pytest.warns(UserWarning, match="no GPU version of HNSW"):
         assert not FaissIndex.build(random_vectors(40), "hnsw", use_gpu=True).on_gpu
     assert gpu.moves == []
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivfsq", "ivfpq"])
+def test_update_removes_and_adds_vectors(kind):
+    vectors = clustered_vectors(2000, seed=9)
+    ids = np.arange(2000) // 2
+    index = FaissIndex.build(vectors, kind, ids=ids, fingerprint="kb1")
+    moved = clustered_vectors(4, seed=10)
+    index.update(np.array([5, 7, 5]), moved, np.array([5, 5, 1000, 1001]), fingerprint="kb2")
+    assert index.ntotal == 2000 - 4 + 4 and index.fingerprint == "kb2"
+    _, found = index.search(vectors[14:16], 10)  # the old vectors of id 7 are gone
+    assert 7 not in found
+    _, found = index.search(moved, 3)
+    assert all(want in row for want, row in zip([5, 5, 1000, 1001], found))
+
+
+def test_update_refuses_hnsw():
+    index = FaissIndex.build(random_vectors(50), "hnsw")
+    with pytest.raises(ArboError, match="hnsw index cannot drop vectors"):
+        index.update(np.array([1]), random_vectors(1), np.array([1]), "x")

@@ -1,0 +1,80 @@
+"""Adding, replacing and removing entities of a KB whose rows an index already points to.
+
+Rows stay dense (0..n-1, the ids of every index over the KB) by filling each removed
+row with one of the last rows, so an update touches the index only where entities were
+added, replaced, removed or moved: those rows are re-encoded, nothing else.
+"""
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Sequence
+
+import numpy as np
+
+from ..util import ArboError
+from .entities import Entity
+
+
+@dataclass(frozen=True)
+class KBUpdate:
+    """How rows change: `row_map[old_row]` is the entity's new row (-1: removed);
+    `dropped` are old rows whose vectors must leave the index, `encoded` new rows whose
+    entities must be (re-)encoded."""
+
+    row_map: np.ndarray
+    dropped: np.ndarray
+    encoded: np.ndarray
+    added: int
+    replaced: int
+    removed: int
+
+    @property
+    def size(self) -> int:
+        """Rows after the update."""
+        return int((self.row_map >= 0).sum()) + self.added
+
+
+def plan_update(kb, add: Sequence[Entity] = (), remove: Iterable[str] = ()) -> KBUpdate:
+    """The row changes that adding `add` (an entity whose id the KB has replaces it in its
+    row) and removing the ids in `remove` make to `kb`."""
+    size = len(kb)
+    gone = []
+    for entity_id in dict.fromkeys(remove):
+        if entity_id not in kb:
+            raise ArboError(f"Cannot remove '{entity_id}': the KB has no entity with that id.")
+        gone.append(kb.row(entity_id))
+    seen: Dict[str, int] = {}
+    for i, entity in enumerate(add):
+        if not entity.id:
+            raise ArboError(f"New entity '{entity.name}' (entry {i}) has an empty id.")
+        if entity.id in seen:
+            raise ArboError(f"The new entities name id '{entity.id}' twice (entries {seen[entity.id]} and {i}).")
+        seen[entity.id] = i
+    gone_set = set(gone)
+    replaced = sorted(kb.row(e.id) for e in add if e.id in kb and kb.row(e.id) not in gone_set)
+    added = sum(1 for e in add if e.id not in kb or kb.row(e.id) in gone_set)
+    kept = size - len(gone)
+    holes = sorted(row for row in gone if row < kept)
+    movers = [row for row in range(kept, size) if row not in gone_set]
+    row_map = np.arange(size, dtype=np.int64)
+    row_map[list(gone_set)] = -1
+    row_map[movers] = holes
+    dropped = np.asarray(sorted(gone_set | set(movers) | set(replaced)), dtype=np.int64)
+    encoded = np.asarray(sorted(set(holes) | set(row_map[replaced].tolist()) | set(range(kept, kept + added))),
+                         dtype=np.int64)
+    return KBUpdate(row_map, dropped, encoded, added, len(replaced), len(gone))
+
+
+def updated_entities(kb, update: KBUpdate, add: Sequence[Entity]) -> Iterator[Entity]:
+    """The KB's entities after `update`, in their new row order (streamed, for stores larger
+    than memory)."""
+    replacements = {e.id: e for e in add if e.id in kb and update.row_map[kb.row(e.id)] >= 0}
+    new_ones: List[Entity] = [e for e in add if e.id not in replacements]
+    movers = np.flatnonzero((update.row_map >= 0) & (update.row_map != np.arange(len(update.row_map))))
+    moved_in = dict(zip(update.row_map[movers].tolist(), movers.tolist()))
+    kept = len(kb) - update.removed
+    for row, entity in enumerate(kb):
+        if row >= kept:
+            break
+        if row in moved_in:
+            entity = kb.entity_at(moved_in[row])
+        yield replacements.get(entity.id, entity)
+    yield from new_ones
