@@ -23,7 +23,7 @@ from spacy.training import Example
 from spacy.util import filter_spans, registry
 
 from .kb.entities import NIL, normalize_id
-from .kb.store import EntityStore
+from .kb.store import BaseEntityStore, open_store
 from .util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 
 CORPUS_FORMATS = ("auto", "pubtator", "blink")
@@ -264,7 +264,7 @@ def split_ids(ids_raw: str) -> List[str]:
     return [part for part in parts if part and part != NO_ID]
 
 
-def _link(ids_raw: str, kb: Optional[EntityStore], report: ConversionReport) -> str:
+def _link(ids_raw: str, kb: Optional[BaseEntityStore], report: ConversionReport) -> str:
     parts = split_ids(ids_raw)
     linked = [kb.resolve(part) if kb is not None else normalize_id(part) for part in parts]
     kept = list(dict.fromkeys(i for i in linked if i))
@@ -302,7 +302,7 @@ def _make_doc(
     record: AnnotatedText,
     nlp: Language,
     sentencizer: Sentencizer,
-    kb: Optional[EntityStore],
+    kb: Optional[BaseEntityStore],
     types: Optional[Sequence[str]],
     report: ConversionReport,
 ) -> Doc:
@@ -342,7 +342,7 @@ def _make_doc(
 def iter_corpus(
     source: PathLike,
     report: ConversionReport,
-    kb: Optional[EntityStore] = None,
+    kb: Optional[BaseEntityStore] = None,
     nlp: Optional[Language] = None,
     types: Optional[Sequence[str]] = None,
     fmt: str = "auto",
@@ -366,7 +366,7 @@ def iter_corpus(
 
 def convert_corpus(
     source: PathLike,
-    kb: Optional[EntityStore] = None,
+    kb: Optional[BaseEntityStore] = None,
     nlp: Optional[Language] = None,
     types: Optional[Sequence[str]] = None,
     fmt: str = "auto",
@@ -457,7 +457,7 @@ def convert_named_corpus(
     name: str,
     assets_dir: PathLike,
     out_dir: PathLike,
-    kb: Optional[EntityStore] = None,
+    kb: Optional[BaseEntityStore] = None,
     limits: Optional[Dict[str, int]] = None,
 ) -> List[SplitConversion]:
     """Write `out_dir/{train,dev,test}.spacy` for a named corpus; `limits` maps a split to
@@ -499,7 +499,7 @@ def create_pubtator_reader(
 
     `kb_path` is an entity store directory; `limit` caps the examples per pass (0: all).
     """
-    kb = EntityStore.from_disk(kb_path) if kb_path is not None else None
+    kb = open_store(kb_path) if kb_path is not None else None
 
     def read(nlp: Language) -> Iterator[Example]:
         docs = iter_corpus(path, ConversionReport(), kb=kb, nlp=nlp, types=types, fmt="pubtator")

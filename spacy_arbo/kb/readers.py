@@ -1,4 +1,4 @@
-"""Readers that turn KB source files into an `EntityStore`.
+"""Readers that turn KB source files into an entity store (in memory or on disk).
 
 Formats: scispacy's JSONL (`concept_id, canonical_name, aliases, types, definition`; what
 scispacy's records cannot hold, alternative ids and parents, in a `.extra.jsonl` file beside
@@ -7,14 +7,18 @@ it), CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header) and MEDIC
 """
 import io
 import json
+from array import array
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Tuple
+from typing import Callable, Dict, Iterator, Tuple, TypeVar
 
 from ..util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 from .entities import Entity, normalize_id
-from .store import EntityStore
+from .disk_store import DiskEntityStore
+from .store import BaseEntityStore, DuplicateIdError, EntityStore
 
 KB_FORMATS = ("jsonl", "ctd", "medic")
+STORES = ("memory", "disk")
+Store = TypeVar("Store", bound=BaseEntityStore)
 CTD_COLUMNS = 9
 
 
@@ -173,30 +177,53 @@ def guess_format(path: PathLike) -> str:
 
 
 def read_kb(path: PathLike, fmt: str = "auto") -> EntityStore:
-    """Read a KB source file; a duplicate id is an error naming both lines."""
+    """Read a KB source file into memory; a duplicate id is an error naming both lines."""
+    return _stream_kb(path, fmt, lambda entities: EntityStore(entities, source=str(path)))
+
+
+def build_kb(path: PathLike, out_dir: PathLike, fmt: str = "auto", store: str = "memory") -> BaseEntityStore:
+    """Read a KB source file and write its entity store to `out_dir`: `memory` (an
+    `EntityStore`, loaded whole) or `disk` (a `DiskEntityStore`, streamed from the source
+    into SQLite without holding every entity, and read on demand)."""
+    if store == "memory":
+        kb = read_kb(path, fmt)
+        kb.to_disk(out_dir)
+        return kb
+    if store == "disk":
+        return _stream_kb(path, fmt, lambda entities: DiskEntityStore.write(entities, out_dir, source=str(path)))
+    raise ArboError(f"Unknown entity store '{store}'; expected one of {STORES}.")
+
+
+def _stream_kb(path: PathLike, fmt: str, make: Callable[[Iterator[Entity]], Store]) -> Store:
+    """What `make` builds from the file's entities, streamed. The store finds duplicate
+    ids; the row -> line array here names both lines."""
     path = Path(path)
     if not path.exists():
         raise ArboError(f"KB source '{path}' does not exist.")
     fmt = guess_format(path) if fmt == "auto" else fmt
     if fmt not in READERS:
         raise ArboError(f"Unknown KB format '{fmt}'; expected one of {KB_FORMATS}.")
-    store = EntityStore(source=str(path))
-    first_line: Dict[str, int] = {}
-    for number, entity in READERS[fmt](path):
-        if entity.id in first_line:
-            raise ArboError(
-                f"{path}:{number}: duplicate id '{entity.id}' "
-                f"(first defined on line {first_line[entity.id]}); ids are compared normalised, "
-                f"so e.g. 'D008107' and 'MESH:D008107' are one id."
-            )
-        first_line[entity.id] = number
-        store.add(entity)
-    if not len(store):
-        raise ArboError(f"{path}: no entities found.")
-    return store
+    read = READERS[fmt]
+    lines = array("q")
+
+    def entities() -> Iterator[Entity]:
+        for number, entity in read(path):
+            lines.append(number)
+            yield entity
+        if not lines:
+            raise ArboError(f"{path}: no entities found.")
+
+    try:
+        return make(entities())
+    except DuplicateIdError as err:
+        raise ArboError(
+            f"{path}:{lines[err.row]}: duplicate id '{err.entity_id}' "
+            f"(first defined on line {lines[err.first_row]}); ids are compared normalised, "
+            f"so e.g. 'D008107' and 'MESH:D008107' are one id."
+        ) from None
 
 
-def write_jsonl(store: EntityStore, path: PathLike) -> None:
+def write_jsonl(store: BaseEntityStore, path: PathLike) -> None:
     """Write a store as scispacy's JSONL, which scispacy's `KnowledgeBase` loads as it is;
     alternative ids and parents go to `extra_path(path)` (written only when there are any,
     and removed when there are none, so a re-export leaves no stale file)."""

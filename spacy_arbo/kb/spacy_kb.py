@@ -18,7 +18,7 @@ from spacy.vocab import Vocab
 
 from ..retrieval.tfidf import TfidfAliasIndex
 from ..util import ArboError, PathLike, atomic_path
-from .store import EntityStore
+from .store import BaseEntityStore, EntityStore, open_store
 
 CFG_FILE = "cfg.json"
 VECTORS_FILE = "vectors.npy"
@@ -32,11 +32,11 @@ class ArboKnowledgeBase(KnowledgeBase):
         if top_k < 1:
             raise ArboError(f"ArboKnowledgeBase: top_k must be at least 1 (got {top_k}).")
         self.top_k = top_k
-        self.store: Optional[EntityStore] = None
+        self.store: Optional[BaseEntityStore] = None
         self.vectors = np.zeros((0, entity_vector_length), dtype=np.float32)
         self.tfidf: Optional[TfidfAliasIndex] = None
 
-    def set_entities(self, store: EntityStore, vectors: np.ndarray) -> None:
+    def set_entities(self, store: BaseEntityStore, vectors: np.ndarray) -> None:
         """Hold `store`, with `vectors[i]` the vector of the store's i-th entity."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(store), self.entity_vector_length):
@@ -129,7 +129,7 @@ class ArboKnowledgeBase(KnowledgeBase):
     def from_disk(self, path: PathLike, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboKnowledgeBase":
         path = Path(path)
         cfg = read_cfg(path)
-        store = EntityStore.from_disk(path / "entities")
+        store = open_store(path / "entities")
         try:
             vectors = np.load(path / VECTORS_FILE)
         except (OSError, ValueError) as err:
@@ -141,12 +141,12 @@ class ArboKnowledgeBase(KnowledgeBase):
     def _cfg(self) -> dict:
         return {"top_k": self.top_k, "width": self.entity_vector_length}
 
-    def _require_store(self) -> EntityStore:
+    def _require_store(self) -> BaseEntityStore:
         if self.store is None or self.tfidf is None:
             raise ArboError("ArboKnowledgeBase holds no entities: nothing to save.")
         return self.store
 
-    def _load(self, cfg: dict, store: EntityStore, vectors: np.ndarray, tfidf: TfidfAliasIndex) -> None:
+    def _load(self, cfg: dict, store: BaseEntityStore, vectors: np.ndarray, tfidf: TfidfAliasIndex) -> None:
         if cfg["width"] != self.entity_vector_length:
             raise ArboError(f"ArboKnowledgeBase: saved vectors have width {cfg['width']}, the entity_linker "
                             f"expects {self.entity_vector_length} (entity_vector_length).")
@@ -155,7 +155,7 @@ class ArboKnowledgeBase(KnowledgeBase):
         self.top_k = cfg["top_k"]
         self._hold(store, vectors.astype(np.float32, copy=False), tfidf)
 
-    def _hold(self, store: EntityStore, vectors: np.ndarray, tfidf: TfidfAliasIndex) -> None:
+    def _hold(self, store: BaseEntityStore, vectors: np.ndarray, tfidf: TfidfAliasIndex) -> None:
         self.store, self.vectors, self.tfidf = store, vectors, tfidf
         for entity_id in store.ids:
             self.vocab.strings.add(entity_id)

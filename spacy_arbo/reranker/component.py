@@ -17,7 +17,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
 from ..encoders.precision import PRECISIONS, resolve_precision
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
 from ..pipeline.links import best_above, write_link
@@ -98,7 +98,7 @@ def make_multi_cross_reranker(nlp: Language, name: str, model: Model, scorer: Op
     return MultiCrossReranker(nlp.vocab, model, name, nlp=nlp, scorer=scorer, settings=RerankerSettings(**settings))
 
 
-def with_gold(candidates: Sequence[str], gold: Sequence[str], top_n: int, kb: EntityStore) -> List[str]:
+def with_gold(candidates: Sequence[str], gold: Sequence[str], top_n: int, kb: BaseEntityStore) -> List[str]:
     """The candidates to train on: the retrieved ones, the gold entity replacing the last
     when retrieval missed it (appended when there are fewer than `top_n`). A NIL gold, or
     one the KB lacks, leaves the candidates as they are: all negatives."""
@@ -134,7 +134,7 @@ class MultiCrossReranker(ConfiguredPipe):
     ) -> None:
         # `nlp` is also where the KB and, with `use_gold_ents`, candidates come from.
         super().__init__(vocab, model, name, nlp=nlp, scorer=scorer, settings=settings)
-        self._own_kb: Optional[EntityStore] = None
+        self._own_kb: Optional[BaseEntityStore] = None
         self._planner: Optional[PairPlanner] = None
 
     def _settings_changed(self) -> None:
@@ -143,14 +143,14 @@ class MultiCrossReranker(ConfiguredPipe):
     # Knowledge base -------------------------------------------------------------------
 
     @property
-    def kb(self) -> Optional[EntityStore]:
+    def kb(self) -> Optional[BaseEntityStore]:
         """Its own KB (from a `kb_loader`), else the nearest upstream retriever's."""
         if self._own_kb is not None:
             return self._own_kb
-        upstream = [p.kb for _, p in self._upstream() if isinstance(getattr(p, "kb", None), EntityStore)]
+        upstream = [p.kb for _, p in self._upstream() if isinstance(getattr(p, "kb", None), BaseEntityStore)]
         return upstream[-1] if upstream else None
 
-    def _require_kb(self) -> EntityStore:
+    def _require_kb(self) -> BaseEntityStore:
         kb = self.kb
         if kb is None:
             raise ArboError(
@@ -168,7 +168,7 @@ class MultiCrossReranker(ConfiguredPipe):
             before.append((name, proc))
         return []
 
-    def set_kb(self, kb: EntityStore) -> None:
+    def set_kb(self, kb: BaseEntityStore) -> None:
         """Give the reranker a KB of its own (saved with it) instead of the retriever's."""
         self._own_kb = kb
         self._planner = None
@@ -357,13 +357,13 @@ class MultiCrossReranker(ConfiguredPipe):
         self._load_legacy_settings(path)  # spacy-arbo 0.1 also saved a copy of the KB
         deserializers = {
             "model": lambda p: self.model.from_disk(p),
-            "kb": lambda p: self._load_kb(EntityStore.from_disk(p)) if p.exists() else None,
+            "kb": lambda p: self._load_kb(open_store(p)) if p.exists() else None,
         }
         util.from_disk(path, deserializers, exclude)
         self._planner = None
         return self
 
-    def _load_kb(self, kb: EntityStore) -> None:
+    def _load_kb(self, kb: BaseEntityStore) -> None:
         self._own_kb = None
         upstream = self.kb
         # A copy of the retriever's KB (as spacy-arbo 0.1 saved one) is not kept twice.
