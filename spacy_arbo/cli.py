@@ -83,20 +83,18 @@ def apply_settings(linkers: List, settings: List[str]) -> None:
 
 
 def build_kb_command(args: argparse.Namespace) -> None:
-    from .kb.readers import read_kb
+    from .kb.readers import build_kb
 
-    store = read_kb(args.source, args.format)
-    store.to_disk(args.out_dir)
-    stats = store.stats()
+    stats = build_kb(args.source, args.out_dir, args.format, store=args.store).stats()
     print(f"Wrote {args.out_dir}: {stats['entities']:,} entities, {stats['aliases']:,} aliases, "
           f"{stats['with_definition']:,} entities with a definition, {stats['alt_ids']:,} alternative ids")
 
 
 def convert_command(args: argparse.Namespace) -> None:
     from .corpora import convert_corpus, write_docbin
-    from .kb.store import EntityStore
+    from .kb.store import open_store
 
-    kb = EntityStore.from_disk(args.kb) if args.kb else None
+    kb = open_store(args.kb) if args.kb else None
     types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
     docs, report = convert_corpus(Path(args.source), kb=kb, types=types, fmt=args.format, limit=args.limit)
     write_docbin(docs, args.output)
@@ -106,10 +104,10 @@ def convert_command(args: argparse.Namespace) -> None:
 
 def convert_corpus_command(args: argparse.Namespace) -> None:
     from .corpora import convert_named_corpus, named_corpus
-    from .kb.store import EntityStore
+    from .kb.store import open_store
 
     corpus = named_corpus(args.name)
-    kb = EntityStore.from_disk(args.kb) if args.kb else None
+    kb = open_store(args.kb) if args.kb else None
     limits = {"train": args.train_limit, "dev": args.eval_limit, "test": args.eval_limit}
     kept = ", ".join(corpus.types) if corpus.types else "all"
     print(f"Corpus '{corpus.name}': {corpus.title}; mention types kept: {kept}")
@@ -126,12 +124,19 @@ def convert_corpus_command(args: argparse.Namespace) -> None:
 
 
 def index_kb_command(args: argparse.Namespace) -> None:
-    from .kb.store import EntityStore
+    from .kb.store import open_store
 
     nlp = load_pipeline(args.pipeline)
     linker = nlp.get_pipe(args.component)
-    linker.set_kb(EntityStore.from_disk(args.kb_dir))
-    linker.refresh_index()
+    linker.set_kb(open_store(args.kb_dir))
+    if args.workers != 1 or args.ray_address:
+        from .retrieval.sharded_encoding import encode_entities_on_ray
+
+        linker.refresh_index(vectors=encode_entities_on_ray(
+            linker, args.pipeline, kb_dir=args.kb_dir, workers=args.workers, address=args.ray_address,
+            shard_dir=args.shard_dir))
+    else:
+        linker.refresh_index()
     linker.retriever.save_prebuilt(args.kb_dir)
     print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
 
@@ -178,10 +183,10 @@ def pretrain_synonyms_command(args: argparse.Namespace) -> None:
     import numpy as np
 
     from .encoders.transformer import TransformerTower, encoder_path
-    from .kb.store import EntityStore
+    from .kb.store import open_store
     from .training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 
-    kb = EntityStore.from_disk(args.kb_dir)
+    kb = open_store(args.kb_dir)
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
     sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
     before = name_alignment(tower, sample)
@@ -324,6 +329,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")
     cmd.add_argument("out_dir")
     cmd.add_argument("--format", default="auto", choices=["auto", "jsonl", "ctd", "medic"])
+    cmd.add_argument("--store", default="memory", choices=["memory", "disk"],
+                     help="memory: loaded whole, fastest lookups; disk: SQLite read on demand, for KBs of "
+                     "millions of entities (built without holding them all)")
     cmd.set_defaults(func=build_kb_command)
 
     cmd = commands.add_parser("convert", help="convert PubTator / BLINK JSONL into a .spacy DocBin")
@@ -348,6 +356,11 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("pipeline")
     cmd.add_argument("kb_dir")
     cmd.add_argument("--component", default="arbo_linker")
+    cmd.add_argument("--workers", type=int, default=1,
+                     help="encode on this many Ray workers (pip install 'spacy-arbo[ray]'); 1: in this process")
+    cmd.add_argument("--ray-address", help="a Ray cluster to encode on (e.g. ray://head:10001); default: a local one")
+    cmd.add_argument("--shard-dir", help="where Ray workers write vector shards; on a cluster, a folder all nodes "
+                     "share (default: the system's temporary folder)")
     cmd.set_defaults(func=index_kb_command)
 
     cmd = commands.add_parser("export-spacy-kb", help="write a pipeline's KB and entity vectors for spaCy's entity_linker")

@@ -20,7 +20,7 @@ from ..encoders.dual import DualEncoder
 from ..encoders.precision import PRECISIONS, resolve_precision
 from ..encoders.templates import EntityInput, MentionInput, Triplet, mention_input
 from ..kb.entities import NIL, Entity
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..linking.clustering import GRAPHS
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
@@ -196,10 +196,10 @@ class ArboLinker(ConfiguredPipe):
     # Knowledge base and index -----------------------------------------------------
 
     @property
-    def kb(self) -> Optional[EntityStore]:
+    def kb(self) -> Optional[BaseEntityStore]:
         return None if self.retriever is None else self.retriever.kb
 
-    def set_kb(self, kb: EntityStore) -> None:
+    def set_kb(self, kb: BaseEntityStore) -> None:
         self.retriever = EntityRetriever(kb, self.settings, entity_triplets=self._entity_triplets)
         self._stale = True
 
@@ -232,10 +232,17 @@ class ArboLinker(ConfiguredPipe):
     def _encoder_fingerprint(self) -> str:
         return self._encoder().fingerprint()
 
-    def refresh_index(self, progress: bool = True) -> None:
-        """Re-encode every entity with the current weights and rebuild the index."""
+    def index_fingerprint(self) -> str:
+        """What the entity vectors depend on (weights, KB, entity texts): equal for two
+        linkers that encode the same vectors."""
+        return self._require_retriever().fingerprint(self._encoder_fingerprint())
+
+    def refresh_index(self, progress: bool = True, vectors: Optional[np.ndarray] = None) -> None:
+        """Re-encode every entity with the current weights and rebuild the index; or index
+        `vectors` of `retriever.entity_texts()` encoded elsewhere (`encode_entities_on_ray`)."""
         retriever = self._require_retriever()
-        retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint())
+        retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint(),
+                          vectors=vectors)
         self._stale = False
 
     def ensure_fresh(self) -> None:
@@ -246,7 +253,7 @@ class ArboLinker(ConfiguredPipe):
         if self.settings.uses_dense and not retriever.dictionary_is_encoded:
             retriever.encode_dictionary(self.encode_entities)
 
-    def _require_kb(self) -> EntityStore:
+    def _require_kb(self) -> BaseEntityStore:
         return self._require_retriever().kb
 
     def _initialize(self, examples: List[Example]) -> None:
@@ -346,7 +353,7 @@ class ArboLinker(ConfiguredPipe):
     def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray:
         return encode_by_length(
             entities, lambda batch: self.model.ops.to_numpy(self.model.predict(([], batch))[1]),
-            lambda e: len(e.title) + len(e.description), self._encoder().dim,
+            entity_length, self._encoder().dim,
             self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding entities")
 
     # Prediction ---------------------------------------------------------------------
@@ -585,7 +592,7 @@ class ArboLinker(ConfiguredPipe):
             return self
         deserializers = {
             "model": lambda p: self.model.from_disk(p) if p.exists() else None,
-            "kb": lambda p: self.set_kb(EntityStore.from_disk(p)),
+            "kb": lambda p: self.set_kb(open_store(p)),
             "indexes": lambda p: self._require_retriever().from_disk(p),
             "anchors": lambda p: self._load_anchors(TrainingMentions.from_disk(p, self.kb) if p.exists() else None),
         }
@@ -625,11 +632,16 @@ class ArboLinker(ConfiguredPipe):
         logger.warning("%s: '%s' was saved by spacy-arbo 0.1, whose settings file overrides the config; "
                        "re-save the pipeline to change settings at load time.", self.name, path)
         self.model.from_disk(path / "model")
-        self.set_kb(EntityStore.from_disk(path / "kb"))
+        self.set_kb(open_store(path / "kb"))
         self._require_retriever().from_disk(path)
         if (path / "anchors").exists():
             self._load_anchors(TrainingMentions.from_disk(path / "anchors", self.kb))
         self._after_load()
+
+
+def entity_length(entity: EntityInput) -> int:
+    """What `encode_entities` groups texts into batches by."""
+    return len(entity.title) + len(entity.description)
 
 
 def arbo_linkers(nlp: Language) -> List[ArboLinker]:

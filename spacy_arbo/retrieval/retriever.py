@@ -147,11 +147,17 @@ class EntityRetriever:
         """What the entity vectors depend on: encoder weights, KB content, entity texts."""
         return f"encoder={encoder_fingerprint} kb={self.kb.fingerprint()[:16]} texts={self.settings.texts_key()}"
 
-    def refresh(self, encode: EncodeEntities, encoder_fingerprint: str) -> None:
-        """Re-encode every entity text and rebuild the dense index."""
+    def refresh(self, encode: EncodeEntities, encoder_fingerprint: str,
+                vectors: Optional[np.ndarray] = None) -> None:
+        """Re-encode every entity text and rebuild the dense index. `vectors` of
+        `entity_texts()` encoded elsewhere by the same encoder (on Ray workers:
+        `sharded_encoding`) are indexed instead of encoding here."""
         started = time.perf_counter()
         inputs, owners = self.entity_texts()
-        vectors = encode(inputs)
+        if vectors is None:
+            vectors = encode(inputs)
+        elif vectors.shape[0] != len(inputs):
+            raise ArboError(f"Got {vectors.shape[0]:,} entity vectors for {len(inputs):,} entity texts.")
         self.entity_vectors = vectors[: len(self.kb)]
         self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
