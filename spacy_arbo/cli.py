@@ -141,6 +141,25 @@ def index_kb_command(args: argparse.Namespace) -> None:
     print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
 
 
+def kb_update_command(args: argparse.Namespace) -> None:
+    """`kb add` / `kb remove`: change a trained pipeline's KB, encoding only what changed; the
+    pipeline is written anew (temp path, then rename), so an interrupted update leaves the old one."""
+    import tempfile
+
+    from .kb.readers import read_kb
+
+    nlp = load_pipeline(args.pipeline)
+    linker = nlp.get_pipe(args.component)
+    add = list(read_kb(args.source, args.format)) if args.action == "add" else []
+    with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
+        update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
+        output = Path(args.output or args.pipeline)
+        with atomic_path(output) as staged:
+            nlp.to_disk(staged)  # copies an on-disk KB out of `tmp`
+    print(f"{args.component}: {update.added:,} added, {update.replaced:,} replaced, {update.removed:,} removed; "
+          f"{len(update.encoded):,} entities encoded of {update.size:,}. Wrote {output}")
+
+
 def export_spacy_kb_command(args: argparse.Namespace) -> None:
     from .kb.spacy_kb import ArboKnowledgeBase
 
@@ -362,6 +381,20 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--shard-dir", help="where Ray workers write vector shards; on a cluster, a folder all nodes "
                      "share (default: the system's temporary folder)")
     cmd.set_defaults(func=index_kb_command)
+
+    kb_commands = commands.add_parser("kb", help="change a trained pipeline's KB without retraining").add_subparsers(
+        dest="action", required=True)
+    cmd = kb_commands.add_parser("add", help="add entities (those whose id the KB has replace it); only they are encoded")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC)")
+    cmd.add_argument("--format", default="auto", choices=["auto", "jsonl", "ctd", "medic"])
+    cmd = kb_commands.add_parser("remove", help="remove entities by id")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("ids", nargs="+", metavar="ID")
+    for cmd in kb_commands.choices.values():
+        cmd.add_argument("--output", help="where to write the updated pipeline (default: over PIPELINE, atomically)")
+        cmd.add_argument("--component", default="arbo_linker")
+        cmd.set_defaults(func=kb_update_command)
 
     cmd = commands.add_parser("export-spacy-kb", help="write a pipeline's KB and entity vectors for spaCy's entity_linker")
     cmd.add_argument("pipeline")

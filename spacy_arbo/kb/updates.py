@@ -4,13 +4,17 @@ Rows stay dense (0..n-1, the ids of every index over the KB) by filling each rem
 row with one of the last rows, so an update touches the index only where entities were
 added, replaced, removed or moved: those rows are re-encoded, nothing else.
 """
+import tempfile
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Sequence
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from ..util import ArboError
+from ..util import ArboError, PathLike
+from .disk_store import DiskEntityStore
 from .entities import Entity
+from .store import BaseEntityStore, EntityStore
 
 
 @dataclass(frozen=True)
@@ -78,3 +82,16 @@ def updated_entities(kb, update: KBUpdate, add: Sequence[Entity]) -> Iterator[En
             entity = kb.entity_at(moved_in[row])
         yield replacements.get(entity.id, entity)
     yield from new_ones
+
+
+def updated_store(kb: BaseEntityStore, update: KBUpdate, add: Sequence[Entity],
+                  path: Optional[PathLike] = None) -> BaseEntityStore:
+    """A store of the same kind holding the KB after `update`. An on-disk store is written to
+    `path` (default: a new temporary directory), streamed, never over the store it reads."""
+    entities = updated_entities(kb, update, add)
+    if not isinstance(kb, DiskEntityStore):
+        return EntityStore(entities, source=kb.source)
+    target = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="spacy_arbo_kb_")) / "kb"
+    if kb.path is not None and target.resolve() == Path(kb.path).resolve():
+        raise ArboError(f"Write the updated KB somewhere other than the store it reads ('{target}').")
+    return DiskEntityStore.write(entities, target, source=kb.source)

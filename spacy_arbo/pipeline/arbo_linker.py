@@ -21,6 +21,7 @@ from ..encoders.precision import PRECISIONS, resolve_precision
 from ..encoders.templates import EntityInput, MentionInput, Triplet, mention_input
 from ..kb.entities import NIL, Entity
 from ..kb.store import BaseEntityStore, EntityStore, open_store
+from ..kb.updates import KBUpdate, plan_update, updated_store
 from ..linking.clustering import GRAPHS
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
@@ -29,7 +30,7 @@ from ..settings import check_at_least, check_choice, setting_defaults, with_sett
 from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
-from ..util import ArboError
+from ..util import ArboError, PathLike
 from .abbreviations import LongForms
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
@@ -244,6 +245,22 @@ class ArboLinker(ConfiguredPipe):
         retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint(),
                           vectors=vectors)
         self._stale = False
+
+    def update_kb(self, add: Iterable[Entity] = (), remove: Iterable[str] = (), *,
+                  store_dir: Optional[PathLike] = None) -> KBUpdate:
+        """Add entities (one whose id the KB has replaces it) and remove ids without retraining:
+        only the changed rows are encoded and indexed, and new entities are linked zero-shot at
+        once. An on-disk KB is written anew to `store_dir` (default: a temporary directory,
+        which saving the pipeline copies)."""
+        retriever = self._require_retriever()
+        add = list(add)
+        self.ensure_fresh()  # an index behind the weights is rebuilt first, then updated
+        update = plan_update(retriever.kb, add, remove)
+        kb = updated_store(retriever.kb, update, add, store_dir)
+        retriever.apply_update(kb, update, self.encode_entities, self._encoder_fingerprint())
+        if len(self.corpus):
+            self.corpus = self.corpus.remapped(update.row_map)
+        return update
 
     def ensure_fresh(self) -> None:
         """Entity vectors go stale with every optimizer step: re-encode before they are used."""

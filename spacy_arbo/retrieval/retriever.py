@@ -18,7 +18,8 @@ import srsly
 
 from ..encoders.templates import ENTITY_FIELDS, EntityInput, Triplet, entity_inputs
 from ..kb.entities import Entity
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
+from ..kb.updates import KBUpdate
 from ..settings import check_at_least, check_choice, check_types
 from ..util import ArboError, PathLike, atomic_path
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
@@ -87,7 +88,7 @@ class RetrievalSettings:
 class EntityRetriever:
     """Candidate generation over one KB."""
 
-    def __init__(self, kb: EntityStore, settings: RetrievalSettings,
+    def __init__(self, kb: BaseEntityStore, settings: RetrievalSettings,
                  entity_triplets: Optional[Callable[[Entity], Sequence[Triplet]]] = None) -> None:
         if not len(kb):
             raise ArboError("The KB is empty.")
@@ -131,16 +132,22 @@ class EntityRetriever:
             self._alias_pairs = self.kb.alias_pairs()
         return self._alias_pairs
 
-    def entity_texts(self) -> Tuple[List[EntityInput], np.ndarray]:
-        """What the index holds, and which entity row each vector belongs to: one text per
-        entity, then (with `index_aliases`) one per alias with its entity's description."""
-        inputs = list(self.entity_inputs())
-        owners = list(range(len(self.kb)))
+    def entity_texts(self, rows: Optional[Sequence[int]] = None) -> Tuple[List[EntityInput], np.ndarray]:
+        """What the index holds for `rows` (default: every entity), and which entity row each
+        vector belongs to: one text per entity, then (with `index_aliases`) one per alias with
+        its entity's description."""
+        if rows is None:
+            rows, entities, inputs = range(len(self.kb)), self.kb, list(self.entity_inputs())
+        else:
+            entities = [self.kb.entity_at(int(row)) for row in rows]
+            inputs = entity_inputs(entities, self.settings.entity_fields, self.settings.max_aliases,
+                                   self.entity_triplets)
+        owners = [int(row) for row in rows]
         if self.settings.index_aliases:
-            for row, entity in enumerate(self.kb):
+            for i, entity in enumerate(entities):
                 for alias in entity.aliases:
-                    inputs.append(replace(inputs[row], title=alias))
-                    owners.append(row)
+                    inputs.append(replace(inputs[i], title=alias))
+                    owners.append(owners[i])
         return inputs, np.asarray(owners, dtype=np.int64)
 
     def fingerprint(self, encoder_fingerprint: str) -> str:
@@ -163,6 +170,37 @@ class EntityRetriever:
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
         logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)
         self.encode_dictionary(encode)
+
+    def apply_update(self, kb: BaseEntityStore, update: KBUpdate, encode: EncodeEntities,
+                     encoder_fingerprint: str) -> int:
+        """Take `kb`, the KB after `update`: only its changed rows are encoded and replace their
+        vectors in the dense index; dictionary names follow their entities' new rows (those of
+        removed entities go); a TF-IDF index is rebuilt. Returns the number of texts encoded."""
+        if len(kb) != update.size:
+            raise ArboError(f"The updated KB has {len(kb):,} entities; the update leaves {update.size:,}.")
+        row_map = update.row_map
+        names = [(text, int(row_map[row])) for text, row in self.dictionary if row_map[row] >= 0]
+        dictionary_was_encoded = self.dictionary_index is not None
+        old_kb, self.kb = self.kb, kb
+        try:  # encoding is what fails or is interrupted: until it is done, nothing changes
+            inputs, owners = self.entity_texts(update.encoded)
+            vectors = encode(inputs) if self.dense is not None and inputs else None
+        except BaseException:
+            self.kb = old_kb
+            raise
+        self._entity_inputs = self._alias_pairs = self.entity_vectors = None
+        if self.tfidf is not None:
+            self.tfidf = TfidfAliasIndex.build(kb)
+        encoded = 0
+        if self.dense is not None:
+            if vectors is None:
+                vectors = np.zeros((0, self.dense.dim), dtype=np.float32)
+            self.dense.update(update.dropped, vectors, owners, self.fingerprint(encoder_fingerprint))
+            encoded = len(inputs)
+        self.set_dictionary(names)
+        if dictionary_was_encoded:
+            self.encode_dictionary(encode)
+        return encoded
 
     # Dictionary of extra names ---------------------------------------------------------
 

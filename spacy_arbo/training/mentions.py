@@ -78,6 +78,17 @@ class TrainingMentions:
         rows, starts = np.unique(self.gold_rows[order], return_index=True)
         return {int(r): idx for r, idx in zip(rows, np.split(order, starts[1:]))}
 
+    def remapped(self, row_map: np.ndarray) -> "TrainingMentions":
+        """The mentions after a KB update that moved entity `r` to row `row_map[r]`; mentions of
+        removed entities (-1) go."""
+        new_rows = row_map[self.gold_rows]
+        keep = np.flatnonzero(new_rows >= 0)
+        position = {int(old): new for new, old in enumerate(keep)}
+        return TrainingMentions(
+            [self.mentions[i] for i in keep], new_rows[keep],
+            {key: position[i] for key, i in self.keys.items() if i in position},
+            None if self.vectors is None else self.vectors[keep], self.vectors_fingerprint)
+
     def to_dict(self, kb: EntityStore) -> Dict[str, Any]:
         """Mentions, gold ids and vectors (the transductive clustering's anchors). Gold
         entities are stored as KB ids, so the data do not depend on row order."""
