@@ -1,5 +1,6 @@
 """spacy-arbo: entity linking and entity discovery for spaCy."""
 from .forking import register_fork_handler
+from .kb.disk_store import DiskEntityStore
 from .kb.entities import NIL, Entity
 from .kb.store import EntityStore
 from .util import ArboError
@@ -8,4 +9,4 @@ from .util import ArboError
 register_fork_handler()
 
 __version__ = "0.1.0"
-__all__ = ["NIL", "ArboError", "Entity", "EntityStore", "__version__"]
+__all__ = ["NIL", "ArboError", "DiskEntityStore", "Entity", "EntityStore", "__version__"]

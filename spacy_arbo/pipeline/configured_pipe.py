@@ -11,7 +11,7 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
 from ..settings import replace_settings, store_in_config
 from ..util import ArboError
 
@@ -50,7 +50,7 @@ class ConfiguredPipe(TrainablePipe):
         get_examples: Callable[[], Iterable[Example]],
         *,
         nlp: Optional[Language] = None,
-        kb_loader: Optional[Callable[[Vocab], EntityStore]] = None,
+        kb_loader: Optional[Callable[[Vocab], BaseEntityStore]] = None,
     ) -> None:
         """`kb_loader` (spaCy's name) gives the component its KB, e.g. `spacy_arbo.KBFromDir.v1`."""
         self.nlp = nlp if nlp is not None else self.nlp
@@ -69,10 +69,10 @@ class ConfiguredPipe(TrainablePipe):
     def _initialize_model(self) -> None:
         self.model.initialize()
 
-    def set_kb(self, kb: EntityStore) -> None:
+    def set_kb(self, kb: BaseEntityStore) -> None:
         raise NotImplementedError
 
-    def _require_kb(self) -> EntityStore:
+    def _require_kb(self) -> BaseEntityStore:
         raise NotImplementedError
 
     def _initialize(self, examples: List[Example]) -> None:

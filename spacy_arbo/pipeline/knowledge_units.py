@@ -15,11 +15,11 @@ from spacy.util import registry
 
 from ..encoders.templates import Triplet
 from ..kb.entities import Entity
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
 from ..settings import check_at_least, check_choice
 
 MentionUnits = Callable[[Span], List[Triplet]]
-EntityUnits = Callable[[Entity, EntityStore], List[Triplet]]
+EntityUnits = Callable[[Entity, BaseEntityStore], List[Triplet]]
 
 SUBJECTS = {"nsubj", "nsubjpass", "csubj", "csubjpass"}
 OBJECTS = {"dobj", "obj", "attr", "oprd", "dative", "acomp", "xcomp"}
@@ -76,7 +76,7 @@ def make_kb_triplets(
     for relation in relations:
         check_choice("relation", relation, RELATIONS)
 
-    def extract(entity: Entity, kb: EntityStore) -> List[Triplet]:
+    def extract(entity: Entity, kb: BaseEntityStore) -> List[Triplet]:
         found: List[Triplet] = []
         for relation in relations:
             predicate = RELATIONS[relation]

@@ -12,7 +12,7 @@ from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 from ..kb.entities import Entity
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
 from ..pipeline.abbreviations import LongForms
 from ..util import ArboError
 from .packing import Mention, Pair, Pass, Sentence, Specials, pack
@@ -53,10 +53,10 @@ class PairPlanner:
         self._aliases: Dict[str, List[int]] = {}
         self._sentencizer = Sentencizer()
         self._long_forms: Optional[LongForms] = None
-        self._kb: Optional[EntityStore] = None
+        self._kb: Optional[BaseEntityStore] = None
 
     def plan(
-        self, docs: Sequence[Doc], candidates: Sequence[Sequence[Sequence[str]]], kb: EntityStore,
+        self, docs: Sequence[Doc], candidates: Sequence[Sequence[Sequence[str]]], kb: BaseEntityStore,
         text: PairText, mode: str,
     ) -> Tuple[List[Pass], Owners]:
         """The passes that score `candidates[d][e]` (ids for the e-th entity of doc d), and
@@ -102,7 +102,7 @@ class PairPlanner:
             sentences.append(Sentence([i for piece in pieces for i in piece], packed, passage=d))
         return pack(sentences, mode, self.window, self.specials), owners
 
-    def _tokenize_entities(self, kb_ids: Iterable[str], kb: EntityStore, text: PairText) -> None:
+    def _tokenize_entities(self, kb_ids: Iterable[str], kb: BaseEntityStore, text: PairText) -> None:
         """Tokenize (once) each candidate's name and, with `definition_tokens`, `: definition`."""
         ids = sorted(set(kb_ids))
         unknown = [i for i in ids if i not in self._names and i not in kb]
@@ -115,7 +115,7 @@ class PairPlanner:
             self._definitions.update(zip(defined, self.tokenize([f": {kb[i].definition}" for i in defined])))
 
     def _alias_suffixes(
-        self, wanted: Iterable[Tuple[str, str]], kb: EntityStore, n_tokens: int
+        self, wanted: Iterable[Tuple[str, str]], kb: BaseEntityStore, n_tokens: int
     ) -> Dict[Tuple[str, str], List[int]]:
         """For (mention text, kb id): the tokens of `; alias` for the candidate's alias most
         like the mention (none when its name is as close)."""

@@ -23,7 +23,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 from ..util import ArboError, PathLike, atomic_path
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
 
 FORMAT_VERSION = 1
 INDEX_FILE = "tfidf.msgpack"
@@ -84,7 +84,7 @@ class TfidfAliasIndex:
     @classmethod
     def build(
         cls,
-        store: EntityStore,
+        store: BaseEntityStore,
         *,
         analyzer: str = "char_wb",
         ngram_range: Tuple[int, int] = (3, 3),

@@ -14,7 +14,7 @@ from spacy.tokens import Span
 
 from ..encoders.templates import MentionInput
 from ..kb.entities import NIL, split_ids
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path
 
 MentionKey = Tuple[Hashable, int, int]
@@ -27,7 +27,7 @@ def mention_key(span: Span) -> MentionKey:
     return (hash(span.doc.text), span.start_char, span.end_char)
 
 
-def gold_row(kb: EntityStore, kb_id: str) -> Optional[int]:
+def gold_row(kb: BaseEntityStore, kb_id: str) -> Optional[int]:
     """The entity row a gold id trains towards; for composite ids, the first one in the KB."""
     for part in split_ids(kb_id):
         if part != NIL and part in kb:
@@ -89,7 +89,7 @@ class TrainingMentions:
             {key: position[i] for key, i in self.keys.items() if i in position},
             None if self.vectors is None else self.vectors[keep], self.vectors_fingerprint)
 
-    def to_dict(self, kb: EntityStore) -> Dict[str, Any]:
+    def to_dict(self, kb: BaseEntityStore) -> Dict[str, Any]:
         """Mentions, gold ids and vectors (the transductive clustering's anchors). Gold
         entities are stored as KB ids, so the data do not depend on row order."""
         if self.vectors is None or len(self.vectors) != len(self):
@@ -104,7 +104,7 @@ class TrainingMentions:
         }
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any], kb: EntityStore, origin: str) -> "TrainingMentions":
+    def from_dict(cls, data: Dict[str, Any], kb: BaseEntityStore, origin: str) -> "TrainingMentions":
         try:
             # Mentions stored before knowledge units existed have three fields.
             mentions = [MentionInput(*m[:3], tuple(tuple(t) for t in (m[3] if len(m) > 3 else ())))
@@ -123,25 +123,25 @@ class TrainingMentions:
         return cls(mentions, np.asarray([kb.row(i) for i in kb_ids], dtype=np.int64),
                    vectors=vectors, vectors_fingerprint=fingerprint)
 
-    def to_bytes(self, kb: EntityStore) -> bytes:
+    def to_bytes(self, kb: BaseEntityStore) -> bytes:
         return srsly.msgpack_dumps(self.to_dict(kb))
 
     @classmethod
-    def from_bytes(cls, data: bytes, kb: EntityStore) -> "TrainingMentions":
+    def from_bytes(cls, data: bytes, kb: BaseEntityStore) -> "TrainingMentions":
         try:
             loaded = srsly.msgpack_loads(data)
         except Exception as err:  # msgpack raises several unrelated types
             raise ArboError(f"Cannot read the serialized training mentions: {err!r}") from None
         return cls.from_dict(loaded, kb, "serialized training mentions")
 
-    def to_disk(self, path: Path, kb: EntityStore) -> None:
+    def to_disk(self, path: Path, kb: BaseEntityStore) -> None:
         data = self.to_dict(kb)
         with atomic_path(path) as tmp:
             tmp.mkdir()
             srsly.write_msgpack(tmp / MENTIONS_FILE, data)
 
     @classmethod
-    def from_disk(cls, path: Path, kb: EntityStore) -> "TrainingMentions":
+    def from_disk(cls, path: Path, kb: BaseEntityStore) -> "TrainingMentions":
         path = Path(path)
         try:
             data = srsly.read_msgpack(path / MENTIONS_FILE)

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from ..encoders.templates import EntityInput
 from ..encoders.tower import Tower
-from ..kb.store import EntityStore
+from ..kb.store import BaseEntityStore
 from ..util import ArboError
 
 
@@ -26,7 +26,7 @@ class SynonymPair:
     row: int
 
 
-def synonym_pairs(kb: EntityStore, rng: np.random.Generator) -> List[SynonymPair]:
+def synonym_pairs(kb: BaseEntityStore, rng: np.random.Generator) -> List[SynonymPair]:
     """One pair per name of every entity with at least two distinct names: the name and
     another of its entity's names drawn at random; shuffled."""
     names_by_row: dict = {}
@@ -70,7 +70,7 @@ def batches(pairs: Sequence[SynonymPair], size: int) -> Iterator[Sequence[Synony
 
 def pretrain_synonyms(
     tower: Tower,
-    kb: EntityStore,
+    kb: BaseEntityStore,
     *,
     epochs: int = 1,
     batch_size: int = 128,
