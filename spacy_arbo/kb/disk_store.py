@@ -92,8 +92,7 @@ class DiskEntityStore(BaseEntityStore):
 
     def __init__(self, path: PathLike) -> None:
         path = Path(path)
-        self.path = path
-        self._dir = path
+        self.path: Path = path
         self._db_file = path / DB_FILE
         meta = _read_meta(path)
         if not self._db_file.exists():
@@ -134,7 +133,7 @@ class DiskEntityStore(BaseEntityStore):
             return False
 
     def __reduce__(self) -> Tuple[Any, ...]:
-        return (type(self), (self._dir,))
+        return (type(self), (self.path,))
 
     # Reading -------------------------------------------------------------------------
 
@@ -240,12 +239,12 @@ class DiskEntityStore(BaseEntityStore):
     def to_disk(self, path: PathLike) -> None:
         """Copy the store's files (e.g. into a pipeline directory); a store is never
         modified in place, so writing it onto its own directory does nothing."""
-        if Path(path).resolve() == self._dir.resolve():
+        if Path(path).resolve() == self.path.resolve():
             return
         with atomic_path(path) as tmp:
             tmp.mkdir()
             for name in (DB_FILE, IDS_FILE, META_FILE):
-                shutil.copyfile(self._dir / name, tmp / name)
+                shutil.copyfile(self.path / name, tmp / name)
 
 
 def _write_database(entities: Iterable[Entity], db_file: Path) -> Tuple[Summary, int]:

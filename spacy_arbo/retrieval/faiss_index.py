@@ -166,8 +166,9 @@ class FaissIndex:
         else:
             ivf, params = _ivf_index(kind, count, train, metric_type, nlist, pq_m, pq_nbits, sq_type, seed)
             index = ivf
-            tried = [nprobe] if nprobe else sorted({min(2 ** i, ivf.nlist) for i in range(ivf.nlist.bit_length() + 1)})
-            tuned = ("nprobe", [min(v, ivf.nlist) for v in tried], lambda value: setattr(ivf, "nprobe", value))
+            tried = [min(nprobe, ivf.nlist)] if nprobe else \
+                sorted({min(2 ** i, ivf.nlist) for i in range(ivf.nlist.bit_length() + 1)})
+            tuned = ("nprobe", tried, lambda value: setattr(ivf, "nprobe", value))
         if not index.is_trained:
             index.train(train)
         probe = None if tuned is None else ExactTopK(_recall_queries(train, seed), recall_k, metric)

@@ -172,10 +172,10 @@ class EntityRetriever:
         self.encode_dictionary(encode)
 
     def apply_update(self, kb: BaseEntityStore, update: KBUpdate, encode: EncodeEntities,
-                     encoder_fingerprint: str) -> int:
+                     encoder_fingerprint: str) -> None:
         """Take `kb`, the KB after `update`: only its changed rows are encoded and replace their
         vectors in the dense index; dictionary names follow their entities' new rows (those of
-        removed entities go); a TF-IDF index is rebuilt. Returns the number of texts encoded."""
+        removed entities go); a TF-IDF index is rebuilt."""
         if len(kb) != update.size:
             raise ArboError(f"The updated KB has {len(kb):,} entities; the update leaves {update.size:,}.")
         row_map = update.row_map
@@ -184,23 +184,18 @@ class EntityRetriever:
         old_kb, self.kb = self.kb, kb
         try:  # encoding is what fails or is interrupted: until it is done, nothing changes
             inputs, owners = self.entity_texts(update.encoded)
-            vectors = encode(inputs) if self.dense is not None and inputs else None
+            vectors = encode(inputs) if self.dense is not None and inputs else []
         except BaseException:
             self.kb = old_kb
             raise
         self._entity_inputs = self._alias_pairs = self.entity_vectors = None
         if self.tfidf is not None:
             self.tfidf = TfidfAliasIndex.build(kb)
-        encoded = 0
         if self.dense is not None:
-            if vectors is None:
-                vectors = np.zeros((0, self.dense.dim), dtype=np.float32)
             self.dense.update(update.dropped, vectors, owners, self.fingerprint(encoder_fingerprint))
-            encoded = len(inputs)
         self.set_dictionary(names)
         if dictionary_was_encoded:
             self.encode_dictionary(encode)
-        return encoded
 
     # Dictionary of extra names ---------------------------------------------------------
 
