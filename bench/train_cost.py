@@ -2,13 +2,15 @@
 `configs/retriever_plain.cfg` against cheaper settings, side by side in one process, on NCBI
 Disease train/dev + CTD.
 
-    python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15]
-        [--variants today bf16 bf16_lr1e-4] [--output bench_train_cost.json]
+    python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15] [--target 0.830]
+        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json]
 
 Each variant trains from the same seed on the same batches for the same training time
 (evaluations and their KB refreshes are not counted), and is scored on dev at each of
-`--eval-minutes`. Printed per variant: seconds per update, mention-updates per second, KB
-texts encoded per second in its refreshes, and dev recall@1 / @64 at each budget.
+`--eval-minutes`. With `--target`, a variant stops at the first evaluation whose dev
+recall@1 reaches it, and the minutes it took are compared with today's. Printed per variant:
+seconds per update, mention-updates per second, KB texts encoded per second in its
+refreshes, dev recall@1 / @64 at each budget, and the time to the target.
 """
 import argparse
 import json
@@ -16,7 +18,7 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from spacy.training.initialize import init_nlp
 from spacy.util import fix_random_seed, load_config, registry
@@ -35,6 +37,8 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "cached_all": {**FP32, "components.arbo_linker.objective.entity_cache": "all"},
     "bf16": BF16,
     "bf16_lr1e-4": {**BF16, "training.optimizer.learn_rate": 1e-4},
+    "bf16_frozen2": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 2},
+    "bf16_frozen3": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 3},
 }
 
 
@@ -54,7 +58,7 @@ def prepare(data: Path, work: Path) -> Dict[str, Path]:
 
 
 def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], budgets: List[float],
-                seed: int) -> Dict[str, Any]:
+                seed: int, target: Optional[float] = None) -> Dict[str, Any]:
     config = load_config(ROOT / "configs" / "retriever_plain.cfg", overrides={
         "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]), "paths.kb": str(paths["kb"]),
         "system.seed": seed, "training.seed": seed, **overrides,
@@ -95,6 +99,8 @@ def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], bu
                 results.append({"minutes": pending.pop(0), "updates": updates, "recall@1": metrics["recall@1"],
                                 "recall@64": metrics["recall@64"]})
                 print(f"  {name}: {results[-1]}", flush=True)
+                if target is not None and metrics["recall@1"] >= target:
+                    pending = []
                 if not pending:
                     break
     return {
@@ -102,6 +108,7 @@ def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], bu
         "seconds_per_update": trained / updates, "mention_updates_per_second": mentions / trained,
         "kb_texts_per_second": sum(refresh_texts) / sum(refresh_seconds) if refresh_seconds else None,
         "dev": results,
+        "minutes_to_target": next((r["minutes"] for r in results if target is not None and r["recall@1"] >= target), None),
     }
 
 
@@ -113,22 +120,26 @@ def main() -> None:
     parser.add_argument("--eval-minutes", nargs="+", type=float, default=[2.5, 5.0, 10.0])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--target", type=float, default=None,
+                        help="stop a variant once its dev recall@1 reaches this (today's: 0.830)")
     parser.add_argument("--output", default="bench_train_cost.json")
     args = parser.parse_args()
     paths = prepare(Path(args.data), Path(args.work))
     rows = []
     for name in args.variants:
         print(f"{name}: training for {max(args.eval_minutes):g} minutes", flush=True)
-        rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed))
+        rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed, args.target))
     base = next((row for row in rows if row["variant"] == "today"), rows[0])
-    print("\n| variant | s/update | mention-updates/s | KB texts/s | "
+    print(f"\n| variant | s/update | mention-updates/s | KB texts/s | minutes to R@1 {args.target} | "
           + " | ".join(f"R@1 / R@64 at {m:g} min" for m in sorted(args.eval_minutes)) + " |")
-    print("|---|---:|---:|---:|" + "---:|" * len(args.eval_minutes))
+    print("|---|---:|---:|---:|---:|" + "---:|" * len(args.eval_minutes))
     for row in rows:
         speed = f"{row['seconds_per_update']:.2f} ({base['seconds_per_update'] / row['seconds_per_update']:.2f}x)"
         texts = "-" if row["kb_texts_per_second"] is None else f"{row['kb_texts_per_second']:.0f}"
         dev = " | ".join(f"{r['recall@1']:.3f} / {r['recall@64']:.3f} ({r['updates']} upd.)" for r in row["dev"])
-        print(f"| {row['variant']} | {speed} | {row['mention_updates_per_second']:.1f} | {texts} | {dev} |")
+        reached, today = row["minutes_to_target"], base["minutes_to_target"]
+        to_target = "-" if reached is None else f"{reached:g}" + (f" ({reached / today:.2f} of today)" if today else "")
+        print(f"| {row['variant']} | {speed} | {row['mention_updates_per_second']:.1f} | {texts} | {to_target} | {dev} |")
     Path(args.output).write_text(json.dumps(rows, indent=2))
     print(f"Wrote {args.output}")
 

@@ -22,7 +22,9 @@ Span = Tuple[int, int]
 class TransformerTower(Tower):
     kind = "transformer"
 
-    def __init__(self, encoder, tokenizer, pooling: str, max_length: int, use_markers: bool) -> None:
+    def __init__(
+        self, encoder, tokenizer, pooling: str, max_length: int, use_markers: bool, frozen_layers: int = 0
+    ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ArboError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}.")
@@ -33,10 +35,30 @@ class TransformerTower(Tower):
         self.use_markers = use_markers
         self.precision = "fp32"
         self._bf16 = Bf16Copy()
+        self.frozen_layers = frozen_layers
+        self._freeze()
+
+    def _freeze(self) -> None:
+        """With `frozen_layers` n > 0, the input embeddings and the lowest n layers get no
+        gradient: backward stops above them and the optimizer skips their weights, the
+        cheaper-training option measured in bench/train_cost.py."""
+        if not self.frozen_layers:
+            return
+        layers = getattr(getattr(self.encoder, "encoder", None), "layer", None)
+        if layers is None or not hasattr(self.encoder, "embeddings"):
+            raise ArboError(
+                f"frozen_layers needs a BERT-like encoder (embeddings + encoder.layer); "
+                f"{type(self.encoder).__name__} has no such layers."
+            )
+        if not 0 <= self.frozen_layers <= len(layers):
+            raise ArboError(f"frozen_layers must be in [0, {len(layers)}] for this encoder, got {self.frozen_layers}.")
+        self.encoder.embeddings.requires_grad_(False)
+        for layer in layers[: self.frozen_layers]:
+            layer.requires_grad_(False)
 
     @classmethod
     def from_pretrained(
-        cls, name: str, pooling: str, max_length: int, use_markers: bool
+        cls, name: str, pooling: str, max_length: int, use_markers: bool, frozen_layers: int = 0
     ) -> "TransformerTower":
         # Imported here: loading transformers' model classes costs seconds and about 100 MB,
         # which a pipeline without a transformer (TF-IDF candidates) should not pay.
@@ -58,7 +80,7 @@ class TransformerTower(Tower):
                 with torch.no_grad():
                     # Deterministic start for the markers: the mean of the existing vocabulary.
                     embeddings.weight[n_old:] = embeddings.weight[:n_old].mean(0)
-        return cls(encoder, tokenizer, pooling, max_length, use_markers)
+        return cls(encoder, tokenizer, pooling, max_length, use_markers, frozen_layers)
 
     @property
     def dim(self) -> int:
@@ -170,7 +192,8 @@ class TransformerTower(Tower):
         torch.save(self.encoder.state_dict(), weights)
         files["weights.pt"] = weights.getvalue()
         files["tower.json"] = srsly.json_dumps(
-            {"pooling": self.pooling, "max_length": self.max_length, "use_markers": self.use_markers}
+            {"pooling": self.pooling, "max_length": self.max_length, "use_markers": self.use_markers,
+             "frozen_layers": self.frozen_layers}
         ).encode("utf8")
         return files
 
@@ -190,17 +213,20 @@ class TransformerTower(Tower):
 
 @registry.architectures("spacy_arbo.TransformerTower.v1")
 def build_transformer_tower(
-    name: str, pooling: str = "mean", max_length: int = 64, use_markers: bool = True
+    name: str, pooling: str = "mean", max_length: int = 64, use_markers: bool = True, frozen_layers: int = 0
 ) -> Callable[[], TransformerTower]:
     """A transformer tower from a local Hugging Face directory (or hub name).
 
     Returns a builder: weights load when the pipeline is initialized, never when the
-    config is resolved, and a serialized pipeline brings its own weights.
+    config is resolved, and a serialized pipeline brings its own weights. `frozen_layers`
+    n > 0 trains only the layers above the input embeddings and the lowest n layers.
     """
     if pooling not in POOLINGS:
         raise ArboError(f"Unknown pooling '{pooling}'; expected one of {POOLINGS}.")
+    if frozen_layers < 0:
+        raise ArboError(f"frozen_layers must be >= 0, got {frozen_layers}.")
 
-    return partial(TransformerTower.from_pretrained, name, pooling, max_length, use_markers)
+    return partial(TransformerTower.from_pretrained, name, pooling, max_length, use_markers, frozen_layers)
 
 
 @registry.misc("spacy_arbo.encoder_path.v1")

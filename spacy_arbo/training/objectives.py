@@ -300,6 +300,8 @@ class Adversarial(Objective):
         mentions, rows, gold, negatives = self.base.edges(state, batch)
         tower, module = state.module.entity_tower, state.module
         inputs, extra = tower.entity_input_embeddings([state.entity_inputs[r] for r in rows])
+        if not inputs.requires_grad:  # frozen input embeddings: FGSM still needs d loss / d inputs
+            inputs.requires_grad_()
         loss = self.base.edge_loss(state, mentions, module.finish(tower.encode_input_embeddings(inputs, extra)),
                                    gold, negatives)
         (grad,) = torch.autograd.grad(loss, inputs, retain_graph=True)

@@ -283,3 +283,40 @@ def test_unknown_precision_is_a_config_error(toy_kb_dir):
 
     with pytest.raises(ArboError, match="precision"):
         spacy.blank("en").add_pipe("arbo_linker", config={"model": hashed_model(), "precision": "fp16"})
+
+
+@pytest.mark.parametrize("objective", ["hard_negatives", "fgsm_proxy"])
+def test_frozen_layers_train_only_the_layers_above(tmp_path, toy_kb_dir, tiny_bert_dir, objective):
+    import torch
+
+    from spacy_arbo.torch_model import get_module
+
+    def weights(nlp):
+        encoder = get_module(nlp.get_pipe("arbo_linker").model).mention_tower.encoder
+        return {name: p.detach().clone() for name, p in encoder.named_parameters()}
+
+    model = {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": {
+        "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "max_length": 32,
+        "frozen_layers": 1}}
+    start, _, _ = train_toy(toy_kb_dir, OBJECTIVES[objective], steps=0, model=model)
+    nlp, gold, losses = train_toy(toy_kb_dir, OBJECTIVES[objective], steps=15, model=model)
+    before, after = weights(start), weights(nlp)
+    changed = {name for name in before if not torch.equal(before[name], after[name])}
+    frozen = {name for name in before if name.startswith(("embeddings.", "encoder.layer.0."))}
+    assert frozen and not frozen & changed
+    assert {name for name in before if name.startswith("encoder.layer.1.")} <= changed
+    assert losses[-1] < losses[0]
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    tower = get_module(loaded.get_pipe("arbo_linker").model).mention_tower
+    assert tower.frozen_layers == 1 and not tower.encoder.embeddings.word_embeddings.weight.requires_grad
+    assert links(loaded.pipe(unlinked(loaded, gold))) == links(nlp.pipe(unlinked(nlp, gold)))
+
+
+def test_frozen_layers_beyond_the_encoder_are_an_error(toy_kb_dir, tiny_bert_dir):
+    from spacy_arbo.util import ArboError
+
+    model = {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": {
+        "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "frozen_layers": 3}}
+    with pytest.raises(ArboError, match=r"frozen_layers must be in \[0, 2\]"):
+        train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=0, model=model)
