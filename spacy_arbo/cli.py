@@ -170,6 +170,22 @@ def export_spacy_kb_command(args: argparse.Namespace) -> None:
           f"for spaCy's entity_linker (entity_vector_length = {kb.entity_vector_length})")
 
 
+def export_encoder_command(args: argparse.Namespace) -> None:
+    from .encoders.transformer import TransformerTower
+    from .torch_model import get_module
+
+    module = get_module(load_pipeline(args.pipeline).get_pipe(args.component).model)
+    tower = module.mention_tower
+    if not isinstance(tower, TransformerTower):
+        raise ArboError(f"{args.pipeline}: the {args.component} mention tower is a {type(tower).__name__}, "
+                        "not a transformer; only a TransformerTower.v1 exports as a Hugging Face model.")
+    with atomic_path(args.out_dir) as tmp:
+        tower.encoder.save_pretrained(tmp)
+        tower.tokenizer.save_pretrained(tmp)
+    side = "the shared towers" if module.shared else "the mention tower (the entity tower is separate)"
+    print(f"Wrote {args.out_dir}: {side}; start a retriever from it with --paths.encoder {args.out_dir}")
+
+
 def add_ner_command(args: argparse.Namespace) -> None:
     from .pipeline.configured_pipe import ConfiguredPipe
 
@@ -414,6 +430,13 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("output")
     _add_setting_arguments(cmd)
     cmd.set_defaults(func=configure_command)
+
+    cmd = commands.add_parser("export-encoder", help="write a trained arbo_linker's transformer as a Hugging Face "
+                              "model directory, to warm-start another recipe (--paths.encoder)")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--component", default="arbo_linker")
+    cmd.set_defaults(func=export_encoder_command)
 
     cmd = commands.add_parser("pretrain-synonyms", help="align the names of each KB entity in an encoder (SapBERT's recipe)")
     cmd.add_argument("kb_dir", help="entity store directory")

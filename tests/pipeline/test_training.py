@@ -320,3 +320,43 @@ def test_frozen_layers_beyond_the_encoder_are_an_error(toy_kb_dir, tiny_bert_dir
         "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "frozen_layers": 3}}
     with pytest.raises(ArboError, match=r"frozen_layers must be in \[0, 2\]"):
         train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=0, model=model)
+
+
+def test_export_encoder_warm_starts_a_tower_that_encodes_alike(tmp_path, toy_kb_dir, tiny_bert_dir, capsys):
+    import torch
+
+    from spacy_arbo.cli import main
+    from spacy_arbo.encoders.templates import MentionInput
+    from spacy_arbo.encoders.transformer import TransformerTower
+    from spacy_arbo.torch_model import get_module
+
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from ..conftest import TINY_VOCAB
+
+    # The shared toy vocabulary lists two word pieces twice, leaving holes in the ids that
+    # save_pretrained renumbers; a BERT whose vocabulary has each word piece once.
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "vocab.txt").write_text("\n".join(dict.fromkeys(TINY_VOCAB)) + "\n")
+    BertTokenizerFast(vocab_file=str(bert / "vocab.txt")).save_pretrained(bert)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(set(TINY_VOCAB)), hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, intermediate_size=37)).save_pretrained(bert)
+    model = {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": {
+        "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(bert), "max_length": 32}}
+    nlp, _, _ = train_toy(toy_kb_dir, OBJECTIVES["hard_negatives"], steps=5, model=model)
+    nlp.to_disk(tmp_path / "pipeline")
+    assert main(["export-encoder", str(tmp_path / "pipeline"), str(tmp_path / "encoder")]) == 0
+    assert "--paths.encoder" in capsys.readouterr().out
+    trained = get_module(nlp.get_pipe("arbo_linker").model).mention_tower.eval()
+    trained.set_precision("fp32")
+    warm = TransformerTower.from_pretrained(str(tmp_path / "encoder"), "mean", 32, trained.use_markers).eval()
+    assert len(warm.tokenizer) == len(trained.tokenizer)
+    mentions = [MentionInput("patients with", "fever", "and cough"), MentionInput("", "influenza", "")]
+    with torch.no_grad():
+        torch.testing.assert_close(warm.encode_mentions(mentions), trained.encode_mentions(mentions))
+    hashed = tmp_path / "hashed"
+    train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=0)[0].to_disk(hashed)
+    assert main(["export-encoder", str(hashed), str(tmp_path / "none")]) == 1
+    assert "not a transformer" in capsys.readouterr().err
