@@ -39,6 +39,13 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "bf16_lr1e-4": {**BF16, "training.optimizer.learn_rate": 1e-4},
     "bf16_frozen2": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 2},
     "bf16_frozen3": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 3},
+    # Other objectives at the same budget ("objective" replaces the config's whole block).
+    "proxy": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1"}},
+    "proxy_delta0.2": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.2}},
+    "proxy_delta0.4": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}},
+    "proxy_delta0.4_cached_k32": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "k": 32,
+                                                        "entity_cache": "negatives"}},
+    "arborescence": {**BF16, "objective": {"@losses": "spacy_arbo.arborescence.v1"}},
 }
 
 
@@ -58,11 +65,15 @@ def prepare(data: Path, work: Path) -> Dict[str, Path]:
 
 
 def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], budgets: List[float],
-                seed: int, target: Optional[float] = None) -> Dict[str, Any]:
+                seed: int, target: Optional[float] = None, encoder: Optional[str] = None) -> Dict[str, Any]:
+    overrides = dict(overrides)
+    objective = overrides.pop("objective", None)
     config = load_config(ROOT / "configs" / "retriever_plain.cfg", overrides={
         "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]), "paths.kb": str(paths["kb"]),
-        "system.seed": seed, "training.seed": seed, **overrides,
+        "system.seed": seed, "training.seed": seed, "paths.encoder": encoder, **overrides,
     })
+    if objective is not None:
+        config["components"]["arbo_linker"]["objective"] = objective
     fix_random_seed(seed)
     nlp = init_nlp(config)
     linker = nlp.get_pipe("arbo_linker")
@@ -104,7 +115,7 @@ def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], bu
                 if not pending:
                     break
     return {
-        "variant": name, "overrides": overrides, "updates": updates, "train_seconds": trained,
+        "variant": name, "overrides": {**overrides, "objective": objective} if objective else overrides, "updates": updates, "train_seconds": trained,
         "seconds_per_update": trained / updates, "mention_updates_per_second": mentions / trained,
         "kb_texts_per_second": sum(refresh_texts) / sum(refresh_seconds) if refresh_seconds else None,
         "dev": results,
@@ -120,6 +131,8 @@ def main() -> None:
     parser.add_argument("--eval-minutes", nargs="+", type=float, default=[2.5, 5.0, 10.0])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--encoder", default=None,
+                        help="start every variant from this encoder (e.g. from export-encoder) instead of MiniLM")
     parser.add_argument("--target", type=float, default=None,
                         help="stop a variant once its dev recall@1 reaches this (today's: 0.830)")
     parser.add_argument("--output", default="bench_train_cost.json")
@@ -128,9 +141,10 @@ def main() -> None:
     rows = []
     for name in args.variants:
         print(f"{name}: training for {max(args.eval_minutes):g} minutes", flush=True)
-        rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed, args.target))
+        rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed, args.target,
+                                args.encoder))
     base = next((row for row in rows if row["variant"] == "today"), rows[0])
-    print(f"\n| variant | s/update | mention-updates/s | KB texts/s | minutes to R@1 {args.target} | "
+    print(f"\n| variant | s/update | mention-updates/s | KB texts/s | minutes to R@1 {args.target or '-'} | "
           + " | ".join(f"R@1 / R@64 at {m:g} min" for m in sorted(args.eval_minutes)) + " |")
     print("|---|---:|---:|---:|---:|" + "---:|" * len(args.eval_minutes))
     for row in rows:

@@ -544,10 +544,10 @@ class ArboLinker(ConfiguredPipe):
             # Negatives are mined from the current index and mention cache, re-made every N steps.
             if self.objective.uses_index:
                 self.ensure_fresh()
-        if self.objective.entity_cache != "none" and self._require_retriever().entity_vectors is None:
-            self.refresh_index()  # e.g. a prebuilt index: no vectors of its own yet
             if self.objective.uses_corpus_vectors:
                 self.refresh_corpus_vectors()
+        if self.objective.entity_cache != "none" and self._require_retriever().entity_vectors is None:
+            self.refresh_index()  # e.g. a prebuilt index: no vectors of its own yet
         state = TrainingState(self._encoder(), self._require_retriever(), self.corpus, self._rng)
         loss = self.objective(state, batch)
         loss.backward()

@@ -360,3 +360,22 @@ def test_export_encoder_warm_starts_a_tower_that_encodes_alike(tmp_path, toy_kb_
     train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=0)[0].to_disk(hashed)
     assert main(["export-encoder", str(hashed), str(tmp_path / "none")]) == 1
     assert "not a transformer" in capsys.readouterr().err
+
+
+def test_arborescence_refreshes_the_mention_cache_and_uses_mention_edges(toy_kb_dir, monkeypatch):
+    from spacy_arbo.training import objectives
+
+    kinds = []
+    original = objectives.batch_positives
+
+    def recording(*args, **kwargs):
+        positives = original(*args, **kwargs)
+        kinds.extend(p.kind for p in positives)
+        return positives
+
+    monkeypatch.setattr(objectives, "batch_positives", recording)
+    nlp, _, _ = train_toy(toy_kb_dir, OBJECTIVES["arborescence_full"], steps=12)
+    linker = nlp.get_pipe("arbo_linker")
+    # Re-encoded at updates 0 and 10 (refresh_every 10), not only when an entity cache is set.
+    assert linker.corpus.vectors is not None and linker._corpus_encoded_at == 10
+    assert "mention" in kinds and "entity" in kinds
