@@ -37,7 +37,6 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "cached_all": {**FP32, "components.arbo_linker.objective.entity_cache": "all"},
     "bf16": BF16,
     "bf16_lr1e-4": {**BF16, "training.optimizer.learn_rate": 1e-4},
-    "bf16_frozen2": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 2},
     "bf16_frozen3": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 3},
     # Other objectives at the same budget ("objective" replaces the config's whole block).
     "proxy": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1"}},
@@ -115,7 +114,8 @@ def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], bu
                 if not pending:
                     break
     return {
-        "variant": name, "overrides": {**overrides, "objective": objective} if objective else overrides, "updates": updates, "train_seconds": trained,
+        "variant": name, "overrides": {**overrides, "objective": objective} if objective else overrides,
+        "updates": updates, "train_seconds": trained,
         "seconds_per_update": trained / updates, "mention_updates_per_second": mentions / trained,
         "kb_texts_per_second": sum(refresh_texts) / sum(refresh_seconds) if refresh_seconds else None,
         "dev": results,
