@@ -44,6 +44,8 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "proxy_delta0.4": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}},
     "proxy_delta0.4_cached_k32": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "k": 32,
                                                         "entity_cache": "negatives"}},
+    "fgsm_proxy_delta0.4": {**BF16, "objective": {"@losses": "spacy_arbo.fgsm.v1",
+                                                  "base": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}}},
     "arborescence": {**BF16, "objective": {"@losses": "spacy_arbo.arborescence.v1"}},
 }
 
