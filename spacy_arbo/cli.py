@@ -335,6 +335,39 @@ def report_command(args: argparse.Namespace) -> None:
     print(f"Wrote {args.output} and {Path(args.output).with_suffix('.png')}")
 
 
+def compare_runs_command(args: argparse.Namespace) -> None:
+    import srsly
+
+    from .corpora import read_docbin
+    from .evaluation import evaluate_linking, gold_id_set
+    from .pipeline.arbo_linker import arbo_linkers
+    from .report import RUN_COLUMNS, RUN_KEYS, markdown_table, read_run_clock
+
+    runs: Dict[str, List[Path]] = {}
+    for spec in args.runs:
+        name, sep, stages = spec.partition("=")
+        if not sep or not name or not stages or name in runs:
+            raise ArboError(f"compare-runs takes distinct NAME=DIR[+DIR...] runs; got '{spec}'.")
+        runs[name] = [Path(stage) for stage in stages.split("+")]
+    seen = None
+    rows: Dict[str, Dict[str, Any]] = {}
+    for name, stages in runs.items():
+        row = read_run_clock(stages)  # before the slow part, so a missing clock fails at once
+        nlp = load_pipeline(str(stages[-1] / "model-best"))
+        apply_settings(arbo_linkers(nlp), args.set or [])
+        if args.seen_from and seen is None:
+            seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab))
+        for split, path in (("dev", args.dev), ("test", args.test)):
+            metrics = evaluate_linking(nlp, read_docbin(path, nlp.vocab), seen_ids=seen)
+            row.update({f"{split}_{key}": metrics.get(key) for key in RUN_KEYS})
+        rows[name] = row
+        print(f"{name}: {row}", flush=True)
+    print(markdown_table(rows, RUN_COLUMNS))
+    with atomic_path(args.output) as tmp:
+        srsly.write_json(tmp, rows)
+    print(f"Wrote {args.output}")
+
+
 def fetch_assets_command(args: argparse.Namespace) -> None:
     from .assets import fetch_assets
 
@@ -484,6 +517,18 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
     _add_setting_arguments(cmd)
     cmd.set_defaults(func=discover_command)
+
+    cmd = commands.add_parser("compare-runs", help="score trained runs on dev and test beside their training clocks (JSON)")
+    cmd.add_argument("runs", nargs="+", metavar="NAME=DIR[+DIR...]",
+                     help="a run: `spacy train` output directories of its stages, in order (the last one's "
+                          "model-best is scored; the clocks, DIR/clock.json, are summed)")
+    cmd.add_argument("--dev", required=True, help="dev .spacy DocBin with gold kb ids")
+    cmd.add_argument("--test", required=True, help="test .spacy DocBin with gold kb ids")
+    cmd.add_argument("--seen-from", help="training .spacy file: accuracy of unseen entities")
+    cmd.add_argument("--output", required=True, help="the JSON to write: run name -> clock and scores")
+    cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="inference setting applied to every run before scoring (repeatable)")
+    cmd.set_defaults(func=compare_runs_command)
 
     cmd = commands.add_parser("report", help="results table (markdown) and recall@k plot from evaluate JSON files")
     cmd.add_argument("metrics_dir")

@@ -16,23 +16,51 @@ END_TO_END_COLUMNS = [("ner_p", "NER P"), ("ner_r", "NER R"), ("ner_f", "NER F")
                       ("docs_per_second", "docs/s")]
 
 
+# `compare-runs`: each trained run's clock, then its scores on dev and test.
+RUN_KEYS = ("recall@1", "recall@64", "accuracy", "accuracy_strict", "accuracy_unseen")
+RUN_COLUMNS = [("updates", "updates"), ("seconds", "seconds")] + [
+    (f"{split}_{key}", f"{split} {label}") for split in ("dev", "test")
+    for key, label in COLUMNS if key in RUN_KEYS]
+
+
 def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
-    """System name (file stem, minus a `_test` suffix) -> its metrics."""
+    """System name (file stem, minus a `_test` suffix) -> its metrics, for every flat JSON
+    object (`evaluate` output; `compare-runs` output nests one object per run)."""
     files = sorted(Path(metrics_dir).glob("*.json"))
-    if not files:
-        raise ArboError(f"No metrics JSON files in '{metrics_dir}'.")
     systems = {}
     for path in files:
         try:
-            systems[path.stem.removesuffix("_test")] = srsly.read_json(path)
+            metrics = srsly.read_json(path)
         except ValueError as err:
             raise ArboError(f"{path}: not valid JSON ({err}).") from None
+        if isinstance(metrics, dict) and not any(isinstance(v, dict) for v in metrics.values()):
+            systems[path.stem.removesuffix("_test")] = metrics
+    if not systems:
+        raise ArboError(f"No metrics JSON files in '{metrics_dir}'.")
     return systems
+
+
+def read_run_clock(stages: List[PathLike]) -> Dict[str, Any]:
+    """Updates and seconds of a run trained in `stages` (each a `spacy train` output directory
+    whose config set `paths.clock` to STAGE/clock.json), summed over the stages."""
+    total = {"updates": 0, "seconds": 0.0}
+    for stage in stages:
+        path = Path(stage) / "clock.json"
+        if not path.is_file():
+            raise ArboError(f"{path}: no training clock; train with --paths.clock {path}.")
+        clock = srsly.read_json(path)
+        if not isinstance(clock, dict) or any(not isinstance(clock.get(key), (int, float)) for key in total):
+            raise ArboError(f"{path}: expected a JSON object with 'updates' and 'seconds'.")
+        total = {key: total[key] + clock[key] for key in total}
+    total["seconds"] = round(total["seconds"], 1)
+    return total
 
 
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
     return f"{value:.1f}" if value > 1.0 else f"{value:.3f}"
 
 

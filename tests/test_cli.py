@@ -175,6 +175,8 @@ def test_report_table_and_plot(tmp_path, capsys):
         {"recall@1": 0.719, "recall@8": 0.85, "recall@64": 0.894, "accuracy": 0.7, "accuracy_strict": 0.68,
          "mentions_per_second": 2000.0}))
     (metrics / "retriever_test.json").write_text(json.dumps({"recall@1": 0.8, "recall@64": 0.95, "ari": 0.6}))
+    # compare-runs output (one object per run) is not a system.
+    (metrics / "objectives.json").write_text(json.dumps({"proxy": {"updates": 28, "dev_recall@1": 0.6}}))
     (metrics / "e2e_test.json").write_text(json.dumps(
         {"ner_p": 0.8, "ner_r": 0.75, "ner_f": 0.774, "nel_micro_f": 0.9, "e2e_p": 0.7, "e2e_r": 0.65, "e2e_f": 0.674,
          "e2e_any_id_f": 0.68, "docs_per_second": 12.5}))
@@ -182,6 +184,7 @@ def test_report_table_and_plot(tmp_path, capsys):
     text = (tmp_path / "report.md").read_text()
     assert "| e2e | 0.800 | 0.750 | 0.774 | 0.900 | 0.700 | 0.650 | 0.674 | 0.680 | 12.5 |" in text
     assert "| e2e | -" not in text  # raw-text systems get their own table
+    assert "| objectives |" not in text
     assert "| retriever | 0.800 | - | 0.950 |" in text
     assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | 0.680 | - | - | - | - | 2000.0 |" in text
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
@@ -350,3 +353,30 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((2 / 3, 2 / 3))
     assert metrics["nel_micro_p"] == metrics["nel_micro_r"] == 1.0  # both aligned "Fever"s are right
     assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1
+
+
+def test_compare_runs_sums_the_clocks_of_stages_and_scores_dev_and_test(linked, capsys):
+    import shutil
+
+    tmp = linked
+    for stage, clock in (("first", {"updates": 10, "seconds": 12.5}), ("second", {"updates": 5, "seconds": 7.25})):
+        shutil.copytree(tmp / "pipeline", tmp / stage / "model-best")
+        (tmp / stage / "clock.json").write_text(json.dumps({**clock, "evaluations": 2}))
+    data = str(tmp / "test.spacy")
+    assert main(["evaluate", str(tmp / "pipeline"), data, "--seen-from", data, "--output", str(tmp / "eval.json")]) == 0
+    expected = json.loads((tmp / "eval.json").read_text())
+    out = tmp / "runs.json"
+    assert main(["compare-runs", f"one={tmp / 'second'}", f"two={tmp / 'first'}+{tmp / 'second'}", "--dev", data,
+                 "--test", data, "--seen-from", data, "--output", str(out)]) == 0
+    runs = json.loads(out.read_text())
+    assert (runs["one"]["updates"], runs["one"]["seconds"]) == (5, 7.2)
+    assert (runs["two"]["updates"], runs["two"]["seconds"]) == (15, 19.8)
+    for split in ("dev", "test"):
+        for key in ("recall@1", "recall@64", "accuracy", "accuracy_strict", "accuracy_unseen"):
+            assert runs["two"][f"{split}_{key}"] == expected[key]
+    assert "| two | 15 | 19.8 |" in capsys.readouterr().out
+    # A run without a clock fails at once, naming the file to write.
+    assert main(["compare-runs", f"bad={tmp / 'pipeline'}", "--dev", data, "--test", data, "--output", str(out)]) == 1
+    assert f"{tmp / 'pipeline' / 'clock.json'}: no training clock" in capsys.readouterr().err
+    assert main(["compare-runs", str(tmp / "first"), "--dev", data, "--test", data, "--output", str(out)]) == 1
+    assert "NAME=DIR" in capsys.readouterr().err

@@ -108,3 +108,30 @@ def test_quick_workflow(tmp_path, data_dir):
     again = subprocess.run([sys.executable, "-m", "weasel", "run", "quick"], cwd=project, env=env,
                            capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "Skipping 'train-retriever-quick'" in again.stdout
+
+
+def test_objectives_workflow_trains_each_recipe_with_its_clock_and_compares_them(tmp_path):
+    config = srsly.read_yaml(ROOT / "project.yml")
+    commands = project_config(tmp_path)
+    trains = [name for name in config["workflows"]["objectives"] if name.startswith("train-objective-")]
+    assert trains == [f"train-objective-{n}" for n in ("hard-negatives", "arborescence", "proxy", "fgsm", "combined")]
+    runs = {}
+    for name in trains:
+        for line in commands[name]["script"]:
+            words = line.split()
+            if words[:4] != ["python", "-m", "spacy", "train"]:
+                continue
+            option = dict(zip(words[5::2], words[6::2]))
+            assert (ROOT / words[4]).is_file()
+            # Every stage records its clock in its own output directory, evaluated only at the end.
+            assert option["--paths.clock"] == option["--output"] + "/clock.json"
+            assert option["--training.eval_frequency"] == option["--training.max_steps"]
+            runs[option["--output"]] = words[4]
+    assert runs == {f"training/ncbi/objectives/{run}": f"configs/retriever_{cfg}.cfg" for run, cfg in [
+        ("hard_negatives", "plain"), ("arborescence", "arborescence"), ("proxy", "proxy"), ("fgsm", "fgsm"),
+        ("combined_first", "plain"), ("combined", "arborescence")]}
+    compare = commands["compare-objectives"]["script"][0].split()
+    assert compare[:4] == ["python", "-m", "spacy_arbo", "compare-runs"]
+    compared = [stage for spec in compare[4:compare.index("--dev")] for stage in spec.split("=")[1].split("+")]
+    assert sorted(compared) == sorted(runs)
+    assert "metrics/ncbi/objectives.json" in commands["compare-objectives"]["outputs"]

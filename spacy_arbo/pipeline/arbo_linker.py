@@ -275,6 +275,9 @@ class ArboLinker(ConfiguredPipe):
 
     def _initialize(self, examples: List[Example]) -> None:
         self._check_knowledge_units()
+        limits = self.objective.measured_limits() if self.objective is not None else None
+        if limits:
+            logger.warning("%s: %s", self.name, limits)
         self.set_training_mentions(eg.reference for eg in examples)
         retriever = self._require_retriever()
         kb_dir = retriever.kb.path

@@ -4,6 +4,7 @@ import sys
 
 import pytest
 import spacy
+import srsly
 from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
@@ -16,6 +17,7 @@ OBJECTIVES = {
     "arborescence_full": {"@losses": "spacy_arbo.arborescence.v1", "variant": "full", "k": 4},
     "arborescence_1nn": {"@losses": "spacy_arbo.arborescence.v1", "variant": "1nn", "k": 4},
     "arborescence_1rand": {"@losses": "spacy_arbo.arborescence.v1", "variant": "1rand", "k": 4},
+    "arborescence_entity_weight": {"@losses": "spacy_arbo.arborescence.v1", "k": 4, "entity_weight": 1.0},
     "proxy_random": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4},
     "proxy_mixed": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4},
     "fgsm_proxy": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.01,
@@ -89,6 +91,35 @@ def test_cached_entities_give_the_same_loss_while_the_cache_is_current(toy_kb_di
     torch.testing.assert_close(losses[0], losses[2], rtol=1e-4, atol=1e-5)
 
 
+def test_arborescence_entity_weight_adds_a_weighted_entity_softmax(toy_kb_dir):
+    import numpy as np
+    from spacy.util import registry
+
+    from spacy_arbo.torch_model import get_module
+    from spacy_arbo.training.mentions import TrainingBatch
+    from spacy_arbo.training.objectives import TrainingState
+    from spacy_arbo.util import ArboError
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["arborescence_full"], steps=2)
+    linker = nlp.get_pipe("arbo_linker")
+    linker.refresh_index(progress=False)
+    linker.refresh_corpus_vectors()
+    module = get_module(linker.model).eval()
+    spans = [e for d in gold for e in d.ents]
+    batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
+                          np.arange(len(spans)))
+    loss = {}
+    for weight in (0.0, 1.0, 2.0):
+        objective = registry.resolve({"o": {**OBJECTIVES["arborescence_full"], "entity_weight": weight}})["o"]
+        loss[weight] = objective(TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0)),
+                                 batch).item()
+    term = loss[1.0] - loss[0.0]
+    assert term > 1e-4  # a cross-entropy over several entities: positive until it converges
+    assert loss[2.0] - loss[0.0] == pytest.approx(2 * term, rel=1e-4)
+    with pytest.raises(ArboError, match="entity_weight must be >= 0"):
+        registry.resolve({"o": {**OBJECTIVES["arborescence_full"], "entity_weight": -1.0}})
+
+
 def test_fgsm_refuses_cached_entities(toy_kb_dir):
     from spacy_arbo.util import ArboError
 
@@ -146,6 +177,7 @@ TRAIN_CONFIG = """
 train = null
 dev = null
 kb = null
+clock = null
 
 [system]
 seed = 0
@@ -194,6 +226,16 @@ eval_frequency = 10
 dev_corpus = "corpora.dev"
 train_corpus = "corpora.train"
 
+[training.logger]
+@loggers = "spacy.ChainLogger.v1"
+
+[training.logger.logger1]
+@loggers = "spacy.ConsoleLogger.v1"
+
+[training.logger.logger2]
+@loggers = "spacy_arbo.TrainingClock.v1"
+path = ${paths.clock}
+
 [training.optimizer]
 @optimizers = "Adam.v1"
 learn_rate = 0.01
@@ -226,10 +268,13 @@ def test_spacy_train_end_to_end(tmp_path, toy_kb_dir):
     result = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(tmp_path / "train.cfg"), "--output", str(tmp_path / "out"),
          "--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "train.spacy"),
-         "--paths.kb", str(toy_kb_dir)],
+         "--paths.kb", str(toy_kb_dir), "--paths.clock", str(tmp_path / "out" / "clock.json")],
         capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # spaCy's steps 0..30 are 31 updates, evaluated at steps 0, 10, 20 and 30.
+    clock = srsly.read_json(tmp_path / "out" / "clock.json")
+    assert (clock["updates"], clock["evaluations"]) == (31, 4) and clock["seconds"] > 0
     best = spacy.load(tmp_path / "out" / "model-best")
     gold = [make_doc(best, t, m) for t, m in TOY_TEXTS]
     predicted = [e.kb_id_ for d in best.pipe(unlinked(best, gold)) for e in d.ents]
@@ -379,3 +424,39 @@ def test_arborescence_refreshes_the_mention_cache_and_uses_mention_edges(toy_kb_
     # Re-encoded at updates 0 and 10 (refresh_every 10), not only when an entity cache is set.
     assert linker.corpus.vectors is not None and linker._corpus_encoded_at == 10
     assert "mention" in kinds and "entity" in kinds
+
+
+@pytest.mark.parametrize("objective,expected", [
+    ({"@losses": "spacy_arbo.proxy.v1"}, "use delta 0.4"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "entity_cache": "negatives"}, "collapsed"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}, "trailed hard negatives"),
+    ({"@losses": "spacy_arbo.arborescence.v1"}, "entity_weight 1 reached"),
+    ({"@losses": "spacy_arbo.arborescence.v1", "entity_weight": 1.0}, None),
+    ({"@losses": "spacy_arbo.fgsm.v1"}, "Base it on hard_negatives.v1"),
+    ({"@losses": "spacy_arbo.fgsm.v1", "base": {"@losses": "spacy_arbo.hard_negatives.v1"}}, "1.7x"),
+    ({"@losses": "spacy_arbo.hard_negatives.v1"}, None),
+])
+def test_training_warns_of_an_objectives_measured_limits(objective, expected, toy_kb_dir, caplog):
+    # The warning comes when training starts (initialize), not when a trained pipeline loads.
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model(0), "top_k": 4, "objective": objective})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(toy_kb_dir)}}
+    with caplog.at_level("WARNING", logger="spacy_arbo"):
+        nlp.initialize()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "spacy_arbo"]
+    if expected is None:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and warnings[0].startswith("arbo_linker: ") and expected in warnings[0]
+
+
+def test_training_clock_without_a_path_records_nothing(tmp_path, monkeypatch):
+    from spacy_arbo.training.clock import make_training_clock
+
+    monkeypatch.chdir(tmp_path)
+    log_step, finalize = make_training_clock(None)(spacy.blank("en"), sys.stdout, sys.stderr)
+    log_step({"step": 0})
+    log_step(None)
+    finalize()
+    assert list(tmp_path.iterdir()) == []
