@@ -179,9 +179,7 @@ def export_encoder_command(args: argparse.Namespace) -> None:
     if not isinstance(tower, TransformerTower):
         raise ArboError(f"{args.pipeline}: the {args.component} mention tower is a {type(tower).__name__}, "
                         "not a transformer; only a TransformerTower.v1 exports as a Hugging Face model.")
-    with atomic_path(args.out_dir) as tmp:
-        tower.encoder.save_pretrained(tmp)
-        tower.tokenizer.save_pretrained(tmp)
+    tower.save_pretrained(args.out_dir)
     side = "the shared towers" if module.shared else "the mention tower (the entity tower is separate)"
     print(f"Wrote {args.out_dir}: {side}; start a retriever from it with --paths.encoder {args.out_dir}")
 
@@ -228,9 +226,7 @@ def pretrain_synonyms_command(args: argparse.Namespace) -> None:
     losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
                                learning_rate=args.learning_rate, seed=args.seed, max_steps=args.max_steps)
     after = name_alignment(tower, sample)
-    with atomic_path(args.out_dir) as tmp:
-        tower.encoder.save_pretrained(tmp)
-        tower.tokenizer.save_pretrained(tmp)
+    tower.save_pretrained(args.out_dir)
     print(f"{len(losses):,} steps, loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-20:]):.3f}; mean cosine of "
           f"synonyms {before[0]:.3f} -> {after[0]:.3f}, of other names {before[1]:.3f} -> {after[1]:.3f} "
           f"({len(sample):,} pairs)")

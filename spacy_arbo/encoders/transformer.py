@@ -9,7 +9,7 @@ import srsly
 import torch
 from spacy.util import registry
 
-from ..util import ArboError
+from ..util import ArboError, PathLike, atomic_path
 from .precision import Bf16Copy
 from .templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
 from .tower import Tower
@@ -182,6 +182,13 @@ class TransformerTower(Tower):
 
     def entity_input_embeddings(self, entities: List[EntityInput]) -> Tuple[torch.Tensor, torch.Tensor]:
         return self.input_embeddings(self.entity_rows(entities)[0])
+
+    def save_pretrained(self, path: PathLike) -> None:
+        """Write this tower as a Hugging Face model directory (weights and tokenizer, marker
+        tokens included), atomically: what `--paths.encoder` starts a retriever from."""
+        with atomic_path(path) as tmp:
+            self.encoder.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
 
     def to_files(self) -> Dict[str, bytes]:
         with tempfile.TemporaryDirectory() as tmp:
