@@ -8,7 +8,9 @@ the same backbone and starting weights, the same candidates, the same training b
 and budget. Candidates come from a trained arbo_linker pipeline (`--retriever`, e.g.
 training/ncbi/retriever/model-best) or else from TF-IDF over the CTD KB. Training speed is
 mentions (the paper's annotations) per second of `update`; inference speed is mentions
-per second of `pipe`; speedups are against `base`. `tokens` is the total length of the
+per second of `pipe`, at each of `--precisions` after the same training; speedups are
+against `base` at the same precision ("x base") and the same mode in the first precision
+("x fp32"). `tokens` is the total length of the
 test passes: on a CPU, time follows it, so `base tokens / mode tokens` bounds the speedup.
 `--test-docs 0` / `--train-docs 0` use the whole split.
 """
@@ -74,16 +76,17 @@ def run_mode(mode: str, kb: EntityStore, train: List[Example], test: List, test_
     docs = [d.copy() for d in test]
     passes, _ = reranker.plan(docs, [[[k for k, _ in e._.kb_candidates[: args.top_n]] for e in d.ents]
                                      for d in docs])
-    started = time.perf_counter()
-    predicted = list(reranker.pipe(docs, batch_size=args.batch_docs * 4))
-    inference = time.perf_counter() - started
-    return {
-        "train_per_s": trained / seconds,
-        "infer_per_s": sum(len(d.ents) for d in test) / inference,
-        "acc": acc_at_1(predicted, test_gold),
-        "passes": len(passes),
-        "tokens": sum(len(p) for p in passes),
-    }
+    row = {"train_per_s": trained / seconds, "passes": len(passes), "tokens": sum(len(p) for p in passes)}
+    for precision in args.precisions:
+        reranker.configure(precision=precision)
+        list(reranker.pipe([d.copy() for d in test[:1]]))  # warm-up; int8 exports its graph here
+        docs = [d.copy() for d in test]
+        started = time.perf_counter()
+        predicted = list(reranker.pipe(docs, batch_size=args.batch_docs * 4))
+        inference = time.perf_counter() - started
+        row[f"infer_per_s_{precision}"] = sum(len(d.ents) for d in test) / inference
+        row[f"acc_{precision}"] = acc_at_1(predicted, test_gold)
+    return row
 
 
 def main() -> None:
@@ -102,6 +105,8 @@ def main() -> None:
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--encoder", default=None, help="a local Hugging Face encoder (default: MiniLM)")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16", "int8"],
+                        help="inference precisions, each timed after the same training (which runs at 'auto')")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -135,12 +140,15 @@ def main() -> None:
 
     rows = {mode: run_mode(mode, kb, train, test, test_gold, args) for mode in args.modes}
     base = rows["base"]
-    print(f"\n{'mode':<10}{'train ment/s':>13}{'x base':>8}{'infer ment/s':>14}{'x base':>8}"
-          f"{'acc@1':>8}{'passes':>8}{'tokens':>9}{'base/tok':>9}")
+    print(f"\n{'mode':<10}{'precision':>10}{'train ment/s':>13}{'x base':>8}{'infer ment/s':>14}{'x base':>8}"
+          f"{'x fp32':>8}{'acc@1':>8}{'passes':>8}{'tokens':>9}{'base/tok':>9}")
     for mode, r in rows.items():
-        print(f"{mode:<10}{r['train_per_s']:>13.2f}{r['train_per_s'] / base['train_per_s']:>8.2f}"
-              f"{r['infer_per_s']:>14.2f}{r['infer_per_s'] / base['infer_per_s']:>8.2f}"
-              f"{r['acc']:>8.3f}{r['passes']:>8}{r['tokens']:>9}{base['tokens'] / r['tokens']:>9.2f}")
+        for precision in args.precisions:
+            speed = r[f"infer_per_s_{precision}"]
+            print(f"{mode:<10}{precision:>10}{r['train_per_s']:>13.2f}{r['train_per_s'] / base['train_per_s']:>8.2f}"
+                  f"{speed:>14.2f}{speed / base[f'infer_per_s_{precision}']:>8.2f}"
+                  f"{speed / r[f'infer_per_s_{args.precisions[0]}']:>8.2f}{r[f'acc_{precision}']:>8.3f}"
+                  f"{r['passes']:>8}{r['tokens']:>9}{base['tokens'] / r['tokens']:>9.2f}")
 
 
 if __name__ == "__main__":

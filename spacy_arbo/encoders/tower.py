@@ -21,7 +21,7 @@ class Tower(nn.Module):
         raise NotImplementedError
 
     def set_precision(self, precision: str) -> None:
-        """"fp32" or "bf16" (see `precision.py`); towers without a transformer stay fp32."""
+        """"fp32", "bf16" or "int8" (see `precision.py`); towers without a transformer stay fp32."""
 
     def encode_mentions(self, mentions: List[MentionInput]) -> torch.Tensor:
         raise NotImplementedError

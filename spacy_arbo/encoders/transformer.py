@@ -10,7 +10,8 @@ import torch
 from spacy.util import registry
 
 from ..util import ArboError, PathLike, atomic_path
-from .precision import Bf16Copy
+from .precision import Bf16Copy, autocast_gradient_passes
+from .quantized import Int8Copy
 from .templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
 from .tower import Tower
 
@@ -35,6 +36,7 @@ class TransformerTower(Tower):
         self.use_markers = use_markers
         self.precision = "fp32"
         self._bf16 = Bf16Copy()
+        self._int8 = Int8Copy()
         self.frozen_layers = frozen_layers
         self._freeze()
 
@@ -150,23 +152,28 @@ class TransformerTower(Tower):
         self.precision = precision
         if precision == "bf16":
             self._bf16.sync(self.encoder)
+        elif precision == "int8":
+            self._int8.sync(self.encoder)
 
     def hidden_states(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.last_hidden_state(inputs_embeds=embeddings, attention_mask=mask)
 
     def last_hidden_state(self, **inputs: torch.Tensor) -> torch.Tensor:
         """The encoder's fp32 output; in bf16 precision, passes with gradient run under
-        autocast (fp32 master weights) and passes without on a bf16 copy of the encoder."""
+        autocast (fp32 master weights) and passes without on a bf16 copy of the encoder;
+        in int8 precision, passes without gradient run on an ONNX Runtime int8 copy."""
+        if torch.is_grad_enabled():
+            if not autocast_gradient_passes(self.precision, self.encoder.device):
+                return self.encoder(**inputs).last_hidden_state
+            with torch.autocast(self.encoder.device.type, dtype=torch.bfloat16):
+                return self.encoder(**inputs).last_hidden_state.float()
+        if self.precision == "int8":
+            return self._int8(**inputs)
         if self.precision != "bf16":
             return self.encoder(**inputs).last_hidden_state
-        if torch.is_grad_enabled():
-            with torch.autocast(self.encoder.device.type, dtype=torch.bfloat16):
-                hidden = self.encoder(**inputs).last_hidden_state
-        else:
-            if "inputs_embeds" in inputs:
-                inputs["inputs_embeds"] = inputs["inputs_embeds"].to(torch.bfloat16)
-            hidden = self._bf16.module(**inputs).last_hidden_state
-        return hidden.float()
+        if "inputs_embeds" in inputs:
+            inputs["inputs_embeds"] = inputs["inputs_embeds"].to(torch.bfloat16)
+        return self._bf16.module(**inputs).last_hidden_state.float()
 
     def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.pooling == "cls":

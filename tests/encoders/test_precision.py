@@ -5,7 +5,7 @@ import pickle
 import pytest
 import torch
 
-from spacy_arbo.encoders.precision import Bf16Copy, resolve_precision
+from spacy_arbo.encoders.precision import Bf16Copy, autocast_gradient_passes, resolve_precision
 from spacy_arbo.encoders.templates import EntityInput, MentionInput
 from spacy_arbo.encoders.transformer import TransformerTower
 from spacy_arbo.util import ArboError
@@ -27,7 +27,10 @@ def test_resolve_precision():
     cpu = torch.device("cpu")
     assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
     native = torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()
-    assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
+    assert resolve_precision("auto", cpu) == "int8" and resolve_precision("int8", cpu) == "int8"
+    # int8 is for passes without gradient; those with gradient run in bf16 where it is native.
+    assert autocast_gradient_passes("int8", cpu) == native and autocast_gradient_passes("bf16", cpu)
+    assert not autocast_gradient_passes("fp32", cpu)
     with pytest.raises(ArboError, match="precision"):
         resolve_precision("fp16", cpu)
 

@@ -323,6 +323,30 @@ def test_bf16_training_is_deterministic_with_a_seed(toy_kb_dir, tiny_bert_dir):
     assert (vectors[0] == vectors[1]).all()
 
 
+def test_int8_training_links_as_fp32_round_trips_and_is_deterministic(tmp_path, toy_kb_dir, tiny_bert_dir):
+    """int8 precision: refreshes and linking on ONNX Runtime, gradient passes as `auto`."""
+    model = {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": {
+        "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "max_length": 32}}
+    runs = [train_toy(toy_kb_dir, OBJECTIVES["hard_negatives"], steps=30, model=model, precision=p)
+            for p in ("int8", "int8", "auto")]
+    nlp, gold, losses = runs[0]
+    assert losses == runs[1][2] and losses[-1] < losses[0] / 5
+    # Gradient passes are those of `auto`; only the refreshes' hard negatives may differ.
+    assert losses[0] == pytest.approx(runs[2][2][0], rel=1e-4)
+    vectors = [run[0].get_pipe("arbo_linker").retriever.entity_vectors for run in runs[:2]]
+    assert (vectors[0] == vectors[1]).all()
+    predicted = links(nlp.pipe(unlinked(nlp, gold)))
+    ids = [kb_id for doc in predicted for _, kb_id, _ in doc]
+    # As in fp32 and bf16 at this budget, all but "coughing" (in "Fever and coughing") are right.
+    assert sum(a == e.kb_id_ for a, e in zip(ids, [e for d in gold for e in d.ents])) == len(ids) - 1
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert loaded.get_pipe("arbo_linker").settings.precision == "int8"
+    assert links(loaded.pipe(unlinked(loaded, gold))) == predicted
+    full = spacy.load(tmp_path / "pipeline", config={"components": {"arbo_linker": {"precision": "fp32"}}})
+    assert [e.kb_id_ for d in full.pipe(unlinked(full, gold)) for e in d.ents] == ids
+
+
 def test_unknown_precision_is_a_config_error(toy_kb_dir):
     from spacy_arbo.util import ArboError
 

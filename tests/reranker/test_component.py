@@ -75,13 +75,17 @@ def test_isolated_pairs_score_the_same_in_every_mode(tiny_bert_dir, toy_kb):
     assert not np.allclose([full_scores[k] for k in base], list(base.values()), atol=1e-3)
 
 
-def test_bf16_scores_are_close_to_fp32(tiny_bert_dir, toy_kb):
-    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, precision="fp32")
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+@pytest.mark.parametrize("mode,pair_attention", [("base", "full"), ("multi", "isolated")])
+def test_reduced_precision_scores_are_close_to_fp32(tiny_bert_dir, toy_kb, precision, mode, pair_attention):
+    """Isolated pairs pass a (batch, length, length) attention mask, exported as such in int8."""
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, 128, pair_attention), top_n=6,
+                            mode=mode, precision="fp32")
     full = scores(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)))
-    nlp.get_pipe("multi_cross_reranker").configure(precision="bf16")
-    half = scores(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)))
-    assert half.keys() == full.keys() and half != full
-    np.testing.assert_allclose([half[k] for k in full], list(full.values()), atol=0.01)
+    nlp.get_pipe("multi_cross_reranker").configure(precision=precision)
+    reduced = scores(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS)))
+    assert reduced.keys() == full.keys() and reduced != full
+    np.testing.assert_allclose([reduced[k] for k in full], list(full.values()), atol=0.01)
 
 
 def test_reranking_writes_links_and_rescored_candidates(tiny_bert_dir, toy_kb):
@@ -119,13 +123,15 @@ def test_a_large_retrieval_weight_keeps_the_retrievers_order(tiny_bert_dir, toy_
         assert (reranked == retrieved) is keeps_order
 
 
-def test_pipe_batches_across_docs_like_calls(tiny_bert_dir, toy_kb):
-    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb)
+@pytest.mark.parametrize("precision,atol", [("fp32", 1e-5), ("int8", 1e-3)])
+def test_pipe_batches_across_docs_like_calls(tiny_bert_dir, toy_kb, precision, atol):
+    """int8 quantizes activations per batch, so its scores move a little with the batch."""
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, precision=precision)
     piped = list(nlp.pipe(rotating_candidates(nlp, toy_kb, TOY_TEXTS), batch_size=4))
     called = [nlp(doc) for doc in rotating_candidates(nlp, toy_kb, TOY_TEXTS)]
     assert links(piped) == links(called)
     a, b = scores(piped), scores(called)
-    np.testing.assert_allclose([a[k] for k in b], list(b.values()), atol=1e-5)
+    np.testing.assert_allclose([a[k] for k in b], list(b.values()), atol=atol)
 
 
 def test_mentions_without_candidates_and_odd_docs(tiny_bert_dir, toy_kb):

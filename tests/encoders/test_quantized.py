@@ -1,0 +1,108 @@
+"""int8 precision: ONNX Runtime copies close to fp32, following the weights, never saved."""
+import builtins
+import copy
+import pickle
+
+import pytest
+import torch
+
+from spacy_arbo.encoders.precision import resolve_precision
+from spacy_arbo.encoders.quantized import Int8Copy
+from spacy_arbo.encoders.templates import EntityInput, MentionInput
+from spacy_arbo.encoders.transformer import TransformerTower
+from spacy_arbo.util import ArboError
+
+ENTITIES = [EntityInput("wilson disease", "copper accumulates in the liver"), EntityInput("fever", ""),
+            EntityInput("colorectal cancer", ""), EntityInput("heart failure", "cardiac failure")]
+MENTIONS = [MentionInput("patients with ", "fever", " and a cough"), MentionInput("", "WD", " runs in families")]
+
+
+@pytest.fixture
+def tower(tiny_bert_dir):
+    return TransformerTower.from_pretrained(str(tiny_bert_dir), "mean", 16, True).eval()
+
+
+def cosines(a, b):
+    return torch.nn.functional.cosine_similarity(a, b, dim=-1)
+
+
+def encode(tower, precision):
+    tower.set_precision(precision)
+    with torch.no_grad():
+        return tower.encode_entities(ENTITIES), tower.encode_mentions(MENTIONS)
+
+
+def test_int8_vectors_are_close_to_fp32_for_any_batch_and_length(tower):
+    assert resolve_precision("int8", torch.device("cpu")) == "int8"
+    entities, mentions = encode(tower, "fp32")
+    quantized_entities, quantized_mentions = encode(tower, "int8")
+    assert quantized_entities.dtype == torch.float32 and quantized_entities.shape == entities.shape
+    assert not torch.equal(quantized_entities, entities)  # really computed by ONNX Runtime in int8
+    assert cosines(quantized_entities, entities).min() > 0.98
+    assert cosines(quantized_mentions, mentions).min() > 0.98
+    # One exported graph serves every batch size and padded length, a single row included.
+    with torch.no_grad():
+        alone = tower.encode_entities(ENTITIES[1:2])
+    assert cosines(alone, entities[1:2]).min() > 0.98
+    assert len(tower._int8._sessions) == 1
+    # Deterministic: the same inputs give the same vectors.
+    assert torch.equal(encode(tower, "int8")[0], quantized_entities)
+
+
+def test_int8_copy_follows_the_weights(tower):
+    before, _ = encode(tower, "int8")
+    with torch.no_grad():
+        torch.manual_seed(0)
+        for p in tower.encoder.encoder.layer[-1].parameters():
+            p.add_(torch.randn_like(p))
+    after, _ = encode(tower, "int8")  # set_precision again: what the pipeline does before each pass
+    reference, _ = encode(tower, "fp32")
+    assert cosines(after, before).min() < 0.99
+    assert cosines(after, reference).min() > 0.98
+
+
+def test_int8_training_pass_keeps_gradients(tower):
+    tower.set_precision("int8")
+    tower.train()
+    vectors = tower.encode_mentions(MENTIONS)
+    vectors.pow(2).sum().backward()
+    grads = [p.grad for name, p in tower.encoder.named_parameters() if "pooler" not in name]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+def test_int8_takes_a_three_dimensional_attention_mask(tower):
+    """The reranker's multi mode passes a (batch, length, length) mask."""
+    ids, mask = tower.padded(tower.entity_rows(ENTITIES)[0])
+    square = mask.unsqueeze(1) * mask.unsqueeze(2)
+    with torch.no_grad():
+        reference = tower.encoder(input_ids=ids, attention_mask=square).last_hidden_state
+        tower.set_precision("int8")
+        quantized = tower.last_hidden_state(input_ids=ids, attention_mask=square)
+    real = mask.bool()
+    assert cosines(quantized[real], reference[real]).min() > 0.95
+
+
+def test_the_int8_copy_is_neither_saved_nor_copied(tower):
+    encode(tower, "int8")
+    assert tower._int8._sessions
+    assert set(tower.state_dict()) == set(copy.deepcopy(tower).state_dict())
+    assert copy.deepcopy(tower)._int8._sessions == {}
+    assert pickle.loads(pickle.dumps(tower._int8))._sessions == {}
+
+
+def test_int8_without_onnx_runtime_says_what_to_install(tower, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_onnx(name, *args, **kwargs):
+        if name.startswith("onnxruntime"):
+            raise ImportError(f"No module named '{name}'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    with pytest.raises(ArboError, match="pip install onnxruntime onnx"):
+        tower.set_precision("int8")
+
+
+def test_int8_before_sync_is_a_clear_error():
+    with pytest.raises(ArboError, match="sync"):
+        Int8Copy()(input_ids=torch.zeros((1, 3), dtype=torch.long))
