@@ -3,10 +3,10 @@
 On a CPU with AMX (Intel Sapphire Rapids and later) or AVX512-BF16 (e.g. AMD Zen 4 and 5),
 or a GPU with bf16 units, bf16 matmuls run the MiniLM tower two to three times as fast as
 fp32, and its vectors stay within 1e-4 cosine of the fp32 ones; elsewhere bf16 is emulated
-and slower. "int8" runs the passes without gradient on an int8 ONNX Runtime copy
-(`quantized.py`), three to four times as fast as fp32 on a CPU at the same accuracy, and
-those with gradient in bf16 where it is native, fp32 elsewhere (see the README's
-performance section). "auto" picks int8 on a CPU, and bf16 or fp32 on a GPU.
+and slower, so "auto" keeps fp32 there. "int8" runs the passes without gradient on an int8
+ONNX Runtime copy (`quantized.py`), three times as fast as fp32 on a CPU but up to a point
+of accuracy lower, so only on request; its passes with gradient run as "auto"'s (see the
+README's performance section).
 """
 import copy
 from functools import lru_cache
@@ -31,13 +31,10 @@ def _native_bf16(device_type: str) -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """"fp32", "bf16" or "int8": "auto" picks int8 on a CPU, else bf16 where `device`
-    computes it natively."""
+    """"fp32", "bf16" or "int8": "auto" picks bf16 where `device` computes it natively."""
     check_choice("precision", precision, PRECISIONS)
     if precision != "auto":
         return precision
-    if device.type == "cpu":
-        return "int8"
     return "bf16" if _native_bf16(device.type) else "fp32"
 
 

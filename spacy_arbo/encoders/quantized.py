@@ -1,11 +1,11 @@
-"""int8 ONNX Runtime inference for the transformer, on CPUs.
+"""int8 ONNX Runtime inference for the transformer, on CPUs (precision "int8").
 
 ONNX Runtime's dynamic quantization (int8 weights per output channel, activations
-quantized per batch) runs MiniLM three to four times as fast as torch fp32 on a CPU, and
-its vectors stay within about 0.01 cosine of the fp32 ones; torch's own dynamic
-quantization (per-tensor weights) moved them by 0.08 and was dropped (see the README's
-performance section). Only passes without gradient use it: index builds, refreshes
-during training, linking and reranking.
+quantized per batch) runs MiniLM about three times as fast as torch fp32 on a CPU, with
+vectors within about 0.01 cosine of the fp32 ones; torch's own dynamic quantization
+(weights per tensor) moved them by 0.08 and was dropped. Only passes without gradient use
+it: index builds, refreshes during training, linking and reranking (see the README's
+performance section for what it costs in accuracy).
 """
 import logging
 import tempfile
@@ -26,9 +26,8 @@ def onnx_runtime():
         import onnxruntime.quantization  # its quantizer needs the onnx package too
     except ImportError as err:
         raise ArboError(
-            f"int8 precision (what 'auto' picks on a CPU) runs the transformer on ONNX Runtime, which is not "
-            f"installed ({err}): "
-            "pip install onnxruntime onnx (spacy-arbo's dependencies), or set precision 'bf16' or 'fp32'."
+            f"precision 'int8' runs the transformer on ONNX Runtime, which is not installed ({err}): "
+            "pip install 'spacy-arbo[onnx]', or set precision 'auto'."
         ) from None
     return onnxruntime
 

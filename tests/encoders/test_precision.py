@@ -27,7 +27,8 @@ def test_resolve_precision():
     cpu = torch.device("cpu")
     assert resolve_precision("fp32", cpu) == "fp32" and resolve_precision("bf16", cpu) == "bf16"
     native = torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported()
-    assert resolve_precision("auto", cpu) == "int8" and resolve_precision("int8", cpu) == "int8"
+    assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
+    assert resolve_precision("int8", cpu) == "int8"
     # int8 is for passes without gradient; those with gradient run in bf16 where it is native.
     assert autocast_gradient_passes("int8", cpu) == native and autocast_gradient_passes("bf16", cpu)
     assert not autocast_gradient_passes("fp32", cpu)

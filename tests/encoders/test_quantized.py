@@ -99,7 +99,7 @@ def test_int8_without_onnx_runtime_says_what_to_install(tower, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_onnx)
-    with pytest.raises(ArboError, match="pip install onnxruntime onnx"):
+    with pytest.raises(ArboError, match=r"spacy-arbo\[onnx\]"):
         tower.set_precision("int8")
 
 
