@@ -20,6 +20,8 @@ OBJECTIVES = {
     "arborescence_entity_weight": {"@losses": "spacy_arbo.arborescence.v1", "k": 4, "entity_weight": 1.0},
     "proxy_random": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4},
     "proxy_mixed": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4},
+    "proxy_shared": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4, "delta": 0.4,
+                     "share_negatives": True},
     "fgsm_proxy": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.01,
                    "base": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4}},
     "fgsm_in_batch": {"@losses": "spacy_arbo.fgsm.v1", "base": {"@losses": "spacy_arbo.in_batch.v1"}},
@@ -118,6 +120,38 @@ def test_arborescence_entity_weight_adds_a_weighted_entity_softmax(toy_kb_dir):
     assert loss[2.0] - loss[0.0] == pytest.approx(2 * term, rel=1e-4)
     with pytest.raises(ArboError, match="entity_weight must be >= 0"):
         registry.resolve({"o": {**OBJECTIVES["arborescence_full"], "entity_weight": -1.0}})
+
+
+def test_shared_proxy_negatives_are_every_other_encoded_entity(toy_kb_dir):
+    """PEL eq. 3 with, for each mention, every encoded entity but its gold one as negatives."""
+    import numpy as np
+    import torch
+    from spacy.util import registry
+
+    from spacy_arbo.torch_model import get_module
+    from spacy_arbo.training.mentions import TrainingBatch
+    from spacy_arbo.training.objectives import TrainingState
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=2)
+    linker = nlp.get_pipe("arbo_linker")
+    linker.refresh_index(progress=False)
+    module = get_module(linker.model).eval()
+    spans = [e for d in gold for e in d.ents][:3]  # 3 of the toy KB's 6 entities: room for negatives
+    batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
+                          np.full(len(spans), -1))
+    objective = registry.resolve({"o": OBJECTIVES["proxy_shared"]})["o"]
+    state = TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0))
+    with torch.no_grad():
+        mentions, rows, gold_columns, negatives = objective.edges(state, batch)
+        entities = state.embed_entities(rows)
+        loss = objective.edge_loss(state, mentions, entities, gold_columns, negatives).item()
+        similarity = (mentions @ entities.T).numpy().astype(np.float64)
+    alpha, delta = objective.alpha, objective.delta
+    expected = np.mean([
+        np.log1p(np.exp(-alpha * (row[g] - delta))) + np.log1p(np.exp(alpha * (np.delete(row, g) + delta)).sum())
+        for row, g in zip(similarity, gold_columns)])
+    assert len(rows) > len(set(batch.gold_rows))  # sampled negatives were encoded besides the gold entities
+    assert loss == pytest.approx(expected, rel=1e-4)
 
 
 def test_fgsm_refuses_cached_entities(toy_kb_dir):
@@ -453,7 +487,8 @@ def test_arborescence_refreshes_the_mention_cache_and_uses_mention_edges(toy_kb_
 @pytest.mark.parametrize("objective,expected", [
     ({"@losses": "spacy_arbo.proxy.v1"}, "use delta 0.4"),
     ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "entity_cache": "negatives"}, "collapsed"),
-    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}, "trailed hard negatives"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}, "share_negatives = true got 0.783"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "share_negatives": True}, "even with negatives shared"),
     ({"@losses": "spacy_arbo.arborescence.v1"}, "entity_weight 1 reached"),
     ({"@losses": "spacy_arbo.arborescence.v1", "entity_weight": 1.0}, None),
     ({"@losses": "spacy_arbo.fgsm.v1"}, "Base it on hard_negatives.v1"),
