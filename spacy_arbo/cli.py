@@ -19,7 +19,7 @@ def load_pipeline(path: str):
 # settings check each value.
 LINKER_SETTINGS = ("linking", "graph", "knn_mentions", "min_similarity", "clustering_scope", "transductive",
                    "threshold", "top_k", "index_aliases", "candidate_source", "use_long_form", "context_chars",
-                   "composites", "dictionary_offset", "sparse_weight")
+                   "composites", "dictionary_offset", "sparse_weight", "precision", "batch_size")
 # What `evaluate --protocol biosyn` changes for its second pass (BioSyn's query processing:
 # Ab3P long forms, composite mentions split); the dictionary comes from --augment-from.
 BIOSYN_SETTINGS = ["use_long_form=true", "composites=split"]

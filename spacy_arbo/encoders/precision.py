@@ -4,9 +4,9 @@ On a CPU with AMX (Intel Sapphire Rapids and later) or AVX512-BF16 (e.g. AMD Zen
 or a GPU with bf16 units, bf16 matmuls run the MiniLM tower two to three times as fast as
 fp32, and its vectors stay within 1e-4 cosine of the fp32 ones; elsewhere bf16 is emulated
 and slower, so "auto" keeps fp32 there. "int8" runs the passes without gradient on an int8
-ONNX Runtime copy (`quantized.py`), three times as fast as fp32 on a CPU but up to a point
-of accuracy lower, so only on request; its passes with gradient run as "auto"'s (see the
-README's performance section).
+ONNX Runtime copy (`quantized.py`), three times as fast as fp32 on a CPU but 0 to 2 points
+of accuracy lower depending on the model, so only on request; its passes with gradient run
+as "auto"'s (see the README's performance section).
 """
 import copy
 from functools import lru_cache

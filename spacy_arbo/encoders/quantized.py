@@ -133,4 +133,3 @@ class Int8Copy:
 
     def __reduce__(self):  # copies and pickles start empty
         return (Int8Copy, ())
-
