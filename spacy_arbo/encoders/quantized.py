@@ -89,7 +89,8 @@ class Int8Copy:
         if session is None:
             session = self._sessions[key] = self._quantized_session(inputs)
         feeds = {name: t.detach().cpu().numpy() for name, t in inputs.items()}
-        feeds = {name: v.astype(np.float32) if v.dtype.kind == "f" else v.astype(np.int64) for name, v in feeds.items()}
+        feeds = {name: v.astype(np.float32 if v.dtype.kind == "f" else np.int64, copy=False)
+                 for name, v in feeds.items()}
         return torch.from_numpy(session.run(None, feeds)[0])
 
     def _quantized_session(self, inputs: Dict[str, torch.Tensor]):
