@@ -47,6 +47,21 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "fgsm_proxy_delta0.4": {**BF16, "objective": {"@losses": "spacy_arbo.fgsm.v1",
                                                   "base": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}}},
     "arborescence": {**BF16, "objective": {"@losses": "spacy_arbo.arborescence.v1"}},
+    # The recipes of `weasel run objectives` (configs/retriever_{arborescence,proxy,fgsm}.cfg).
+    "arborescence_recipe": {**BF16, "objective": {"@losses": "spacy_arbo.arborescence.v1", "entity_weight": 1.0}},
+    "proxy_recipe": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "k": 4,
+                                           "share_negatives": True}},
+    "proxy_mined_k16": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "negatives": "mined",
+                                              "k": 16, "max_negatives": 16, "share_negatives": True}},
+    # mined as hard_negatives.v1 mines: above the gold among the top 10, up to 16 kept
+    "proxy_mined": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "negatives": "mined",
+                                          "k": 10, "share_negatives": True}},
+    "proxy_mined_delta0.6": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.6,
+                                                   "negatives": "mined", "k": 10, "share_negatives": True}},
+    "proxy_mined_alpha16": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "alpha": 16.0, "delta": 0.4,
+                                                  "negatives": "mined", "k": 10, "share_negatives": True}},
+    "fgsm_recipe": {**BF16, "objective": {"@losses": "spacy_arbo.fgsm.v1",
+                                          "base": {"@losses": "spacy_arbo.hard_negatives.v1"}}},
 }
 
 

@@ -21,7 +21,7 @@ from . import losses
 from .arborescence import VARIANTS, batch_positives, hard_negatives
 from .mentions import TrainingBatch, TrainingMentions
 
-PROXY_NEGATIVES = ("random", "mixed")
+PROXY_NEGATIVES = ("random", "mixed", "mined")
 ENTITY_CACHES = ("none", "negatives", "all")
 
 
@@ -146,21 +146,17 @@ class InBatch(EntityEdges):
 
 
 @dataclass
-class HardNegatives(EntityEdges):
-    """DEER 4.3: entities the current index ranks above the gold one (among the top `k`)
-    are negatives of a logistic loss (eq. 4-5); negatives accumulate across mining rounds
-    per training mention, and the loss is mixed with the in-batch softmax at equal weight."""
+class MinedNegatives:
+    """DEER 4.3's negatives: the entities the current index ranks above the gold one among
+    its top `k`, accumulated per training mention across mining rounds (the newest
+    `max_negatives` kept), so a mention keeps meeting the confusions it has shown."""
 
     k: int = 10
     max_negatives: int = 16
-    entity_cache: str = "none"
     memory: Dict[int, List[int]] = field(default_factory=dict)
-    uses_index = True
 
-    def __post_init__(self) -> None:
-        check_choice("entity_cache", self.entity_cache, ENTITY_CACHES)
-
-    def negatives(self, state, batch, query):
+    def __call__(self, state: TrainingState, batch: TrainingBatch, query: np.ndarray) -> np.ndarray:
+        """(B, max_negatives) entity rows, -1 padded."""
         above = hard_negatives(state.nearest_entities(query, self.k), batch.gold_rows, self.k, stop_at_gold=True)
         negatives = np.full((len(batch), self.max_negatives), -1, dtype=np.int64)
         for i, row in enumerate(above):
@@ -173,6 +169,24 @@ class HardNegatives(EntityEdges):
             fresh = fresh[-self.max_negatives:]
             negatives[i, : len(fresh)] = fresh
         return negatives
+
+
+@dataclass
+class HardNegatives(EntityEdges):
+    """DEER 4.3: mined negatives (`MinedNegatives`) in a logistic loss (eq. 4-5), mixed with
+    the in-batch softmax at equal weight."""
+
+    k: int = 10
+    max_negatives: int = 16
+    entity_cache: str = "none"
+    uses_index = True
+
+    def __post_init__(self) -> None:
+        check_choice("entity_cache", self.entity_cache, ENTITY_CACHES)
+        self.mined = MinedNegatives(self.k, self.max_negatives)
+
+    def negatives(self, state, batch, query):
+        return self.mined(state, batch, query)
 
     def edge_loss(self, state, mentions, entities, gold, negatives):
         similarity = mentions @ entities.T
@@ -265,10 +279,13 @@ class Arborescence(Objective):
 class Proxy(EntityEdges):
     """PEL eq. 3: proxy loss on cosine similarities with scale `alpha` and margin `delta`,
     against `k` random negatives, or `mixed` ones where a share `p` are the nearest wrong
-    entities of the current index. With `share_negatives` (ours, not the paper's), every
-    entity the update encodes but a mention's own gold one is that mention's negative: the
-    batch's other gold entities and everyone's sampled negatives, so each mention meets
-    about batch x k negatives for the cost of encoding k per mention."""
+    entities of the current index, or `mined` ones: DEER's accumulated negatives
+    (`MinedNegatives`: those ranked above the gold among the index's top `k`, at most
+    `max_negatives` per mention), which an update encodes only where the index errs.
+    With `share_negatives` (ours, not the paper's), every entity the update encodes but a
+    mention's own gold one is that mention's negative: the batch's other gold entities and
+    everyone's sampled negatives, so each mention meets about batch x k negatives for the
+    cost of encoding k per mention."""
 
     alpha: float = 32.0
     delta: float = 0.0
@@ -277,10 +294,11 @@ class Proxy(EntityEdges):
     k: int = 16
     entity_cache: str = "none"
     share_negatives: bool = False
+    max_negatives: int = 16
 
     @property
     def uses_index(self) -> bool:
-        return self.negatives_from == "mixed" and self.p > 0
+        return self.negatives_from == "mined" or (self.negatives_from == "mixed" and self.p > 0)
 
     def __post_init__(self) -> None:
         if self.negatives_from not in PROXY_NEGATIVES:
@@ -288,6 +306,7 @@ class Proxy(EntityEdges):
         if not 0.0 <= self.p <= 1.0:
             raise ArboError(f"Proxy p must be in [0, 1], got {self.p}.")
         check_choice("entity_cache", self.entity_cache, ENTITY_CACHES)
+        self.mined = MinedNegatives(self.k, self.max_negatives)
 
     def measured_limits(self) -> Optional[str]:
         if self.delta <= 0:
@@ -306,6 +325,8 @@ class Proxy(EntityEdges):
                 "README's objectives section.")
 
     def negatives(self, state, batch, query):
+        if self.negatives_from == "mined":
+            return self.mined(state, batch, query)
         n_hard = int(round(self.p * self.k)) if self.negatives_from == "mixed" else 0
         hard = hard_negatives(state.nearest_entities(query, n_hard + 1), batch.gold_rows, n_hard) if n_hard else (
             np.zeros((len(batch), 0), dtype=np.int64))
@@ -385,10 +406,10 @@ def make_arborescence(
 @registry.losses("spacy_arbo.proxy.v1")
 def make_proxy(
     alpha: float = 32.0, delta: float = 0.0, negatives: str = "mixed", p: float = 0.5, k: int = 16,
-    entity_cache: str = "none", share_negatives: bool = False,
+    entity_cache: str = "none", share_negatives: bool = False, max_negatives: int = 16,
 ) -> Objective:
     return Proxy(alpha=alpha, delta=delta, negatives_from=negatives, p=p, k=k, entity_cache=entity_cache,
-                 share_negatives=share_negatives)
+                 share_negatives=share_negatives, max_negatives=max_negatives)
 
 
 @registry.losses("spacy_arbo.fgsm.v1")

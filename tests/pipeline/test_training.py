@@ -22,6 +22,8 @@ OBJECTIVES = {
     "proxy_mixed": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4},
     "proxy_shared": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4, "delta": 0.4,
                      "share_negatives": True},
+    "proxy_mined": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mined", "k": 4, "max_negatives": 4,
+                    "delta": 0.4, "share_negatives": True},
     "fgsm_proxy": {"@losses": "spacy_arbo.fgsm.v1", "epsilon": 0.01,
                    "base": {"@losses": "spacy_arbo.proxy.v1", "negatives": "random", "k": 4}},
     "fgsm_in_batch": {"@losses": "spacy_arbo.fgsm.v1", "base": {"@losses": "spacy_arbo.in_batch.v1"}},
@@ -152,6 +154,43 @@ def test_shared_proxy_negatives_are_every_other_encoded_entity(toy_kb_dir):
         for row, g in zip(similarity, gold_columns)])
     assert len(rows) > len(set(batch.gold_rows))  # sampled negatives were encoded besides the gold entities
     assert loss == pytest.approx(expected, rel=1e-4)
+
+
+def test_mined_proxy_negatives_are_the_entities_ranked_above_gold_accumulated_per_mention(toy_kb_dir):
+    """`negatives = "mined"`: DEER's negatives, as hard_negatives.v1 mines them, remembered
+    per training mention across mining rounds."""
+    import numpy as np
+    from spacy.util import registry
+
+    from spacy_arbo.torch_model import get_module
+    from spacy_arbo.training.mentions import TrainingBatch
+    from spacy_arbo.training.objectives import TrainingState
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=2)
+    linker = nlp.get_pipe("arbo_linker")
+    linker.refresh_index(progress=False)
+    state = TrainingState(get_module(linker.model).eval(), linker.retriever, linker.corpus, np.random.default_rng(0))
+    span = [e for d in gold for e in d.ents][0]
+    gold_row = linker.kb.row(span.kb_id_)
+    batch = TrainingBatch(linker.mention_inputs([span]), np.array([gold_row]), np.array([7]))
+    vectors = linker.retriever.entity_vectors
+    wrong = [r for r in range(len(vectors)) if r != gold_row][:2]
+    proxy = registry.resolve({"o": OBJECTIVES["proxy_mined"]})["o"]
+    hard = registry.resolve({"o": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "max_negatives": 4}})["o"]
+    assert proxy.uses_index
+    remembered = set()
+    for row in (wrong[0], wrong[1], gold_row):
+        query = vectors[[row]]  # the nearest entity of an entity's own vector is that entity
+        ranked = list(state.nearest_entities(query, 4)[0])
+        above = ranked[: ranked.index(gold_row)] if gold_row in ranked else ranked
+        assert (row in above) is (row != gold_row)
+        remembered |= set(above)
+        mined = proxy.negatives(state, batch, query)
+        assert mined.tolist() == hard.negatives(state, batch, query).tolist()
+        assert sorted(r for r in mined[0] if r >= 0) == sorted(remembered)
+    assert set(wrong) <= remembered and gold_row not in remembered
+    other = TrainingBatch(batch.mentions, batch.gold_rows, np.array([8]))  # another training mention: no memory
+    assert [r for r in proxy.negatives(state, other, vectors[[gold_row]])[0] if r >= 0] == []
 
 
 def test_fgsm_refuses_cached_entities(toy_kb_dir):
