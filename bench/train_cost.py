@@ -38,6 +38,8 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "bf16": BF16,
     "bf16_lr1e-4": {**BF16, "training.optimizer.learn_rate": 1e-4},
     "bf16_frozen3": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 3},
+    # half the batch: 2 abstracts and 16 alias pairs an update (the same mix, twice the updates)
+    "bf16_batch2": {**BF16, "training.batcher.size": 2, "components.arbo_linker.alias_pairs_per_batch": 16},
     # Other objectives at the same budget ("objective" replaces the config's whole block).
     "proxy": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1"}},
     "proxy_delta0.2": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.2}},

@@ -524,10 +524,13 @@ def test_arborescence_refreshes_the_mention_cache_and_uses_mention_edges(toy_kb_
 
 
 @pytest.mark.parametrize("objective,expected", [
-    ({"@losses": "spacy_arbo.proxy.v1"}, "use delta 0.4"),
+    ({"@losses": "spacy_arbo.proxy.v1"}, "use delta 0.6"),
     ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "entity_cache": "negatives"}, "collapsed"),
-    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}, "share_negatives = true got 0.783"),
-    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "share_negatives": True}, "even with negatives shared"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}, "share_negatives = true with mined negatives"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "share_negatives": True}, "even shared across the batch"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.4, "share_negatives": True, "negatives": "mined"},
+     "with delta 0.4 trailed"),
+    ({"@losses": "spacy_arbo.proxy.v1", "delta": 0.6, "share_negatives": True, "negatives": "mined"}, None),
     ({"@losses": "spacy_arbo.arborescence.v1"}, "entity_weight 1 reached"),
     ({"@losses": "spacy_arbo.arborescence.v1", "entity_weight": 1.0}, None),
     ({"@losses": "spacy_arbo.fgsm.v1"}, "Base it on hard_negatives.v1"),
