@@ -31,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # Config overrides per variant; "today" is configs/retriever_plain.cfg in fp32, as before bf16.
 FP32 = {"components.arbo_linker.precision": "fp32"}
 BF16 = {"components.arbo_linker.precision": "bf16"}
+BATCH2 = {"training.batcher.size": 2, "components.arbo_linker.alias_pairs_per_batch": 16,
+          "components.arbo_linker.refresh_every": 100}
+NEGATIVES8 = {"components.arbo_linker.objective.max_negatives": 8}
 VARIANTS: Dict[str, Dict[str, Any]] = {
     "today": FP32,
     "cached_negatives": {**FP32, "components.arbo_linker.objective.entity_cache": "negatives"},
@@ -38,8 +41,13 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "bf16": BF16,
     "bf16_lr1e-4": {**BF16, "training.optimizer.learn_rate": 1e-4},
     "bf16_frozen3": {**BF16, "components.arbo_linker.model.mention_tower.frozen_layers": 3},
-    # half the batch: 2 abstracts and 16 alias pairs an update (the same mix, twice the updates)
-    "bf16_batch2": {**BF16, "training.batcher.size": 2, "components.arbo_linker.alias_pairs_per_batch": 16},
+    # half the batch: 2 abstracts and 16 alias pairs an update (the same mix, twice the updates), refreshing
+    # after as many mentions as before; precision "auto" as in the config, so compare it with `today` on a
+    # CPU without bf16 and with `bf16` on one with it
+    "batch2": BATCH2,
+    # at most 8 mined negatives kept per mention instead of 16: fewer entity texts encoded with gradient
+    "negatives8": NEGATIVES8,
+    "batch2_negatives8": {**BATCH2, **NEGATIVES8},
     # Other objectives at the same budget ("objective" replaces the config's whole block).
     "proxy": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1"}},
     "proxy_delta0.2": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.2}},
