@@ -287,8 +287,8 @@ class Proxy(EntityEdges):
     everyone's sampled negatives, so each mention meets about batch x k negatives for the
     cost of encoding k per mention. Measured limits (NCBI Disease, 6 CPU minutes, README's
     Training objectives): with mined shared negatives and delta 0.6, dev recall@1 within a
-    point of hard negatives on entity names but 2.5 below with alias vectors; every other
-    setting trails further and warns (`measured_limits`)."""
+    point of hard negatives on entity names but 2.5 below with alias vectors; the settings
+    measured further behind warn (`measured_limits`)."""
 
     alpha: float = 32.0
     delta: float = 0.0
