@@ -28,7 +28,8 @@ BIOSYN_SETTINGS = ["use_long_form=true", "composites=split"]
 def configured_pipeline(args: argparse.Namespace):
     """The pipeline with `--set` applied; with `--anchors-from`, the gold mentions of that
     corpus as anchors for transductive clustering; with `--dictionary-from`, the gold
-    mentions of those corpora as extra entity names."""
+    mentions of those corpora as extra entity names; with `--long-forms-from`, the long forms
+    those corpora define, for short forms that their own doc leaves undefined."""
     from .corpora import read_docbin
     from .pipeline.arbo_linker import arbo_linkers
 
@@ -42,6 +43,11 @@ def configured_pipeline(args: argparse.Namespace):
             linker.configure(transductive=True)
     if args.dictionary_from:
         set_dictionaries(linkers, args.dictionary_from)
+    if args.long_forms_from:
+        docs = [doc for path in args.long_forms_from for doc in read_docbin(path, nlp.vocab)]
+        for linker in linkers:
+            n_forms = linker.set_corpus_long_forms(docs)
+            print(f"{linker.name}: long forms of {n_forms:,} short forms from {', '.join(args.long_forms_from)}")
     return nlp
 
 
@@ -378,6 +384,9 @@ def _add_setting_arguments(cmd: argparse.ArgumentParser) -> None:
                      help="add this corpus's gold mentions as anchors for transductive clustering")
     cmd.add_argument("--dictionary-from", nargs="+", metavar="TRAIN.spacy",
                      help="add these corpora's gold mentions as extra names of their entities")
+    cmd.add_argument("--long-forms-from", nargs="+", metavar="DOCS.spacy",
+                     help="read a short form that its doc does not define as the long form these corpora "
+                          "define most often (text only; no annotations needed)")
 
 
 def _parser() -> argparse.ArgumentParser:

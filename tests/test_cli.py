@@ -168,6 +168,18 @@ def test_evaluate_dictionary_and_biosyn_protocol(linked, capsys):
     assert (metrics["accuracy"], metrics["biosyn_accuracy"], metrics["biosyn_n_mentions"]) == (0.75, 1.0, 3)
 
 
+def test_configure_stores_the_long_forms_of_a_corpus(linked, capsys):
+    import spacy
+    from spacy.tokens import DocBin
+
+    tmp = linked
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp("Fever of unknown origin (FUO) is common."), nlp("Cough.")]).to_disk(tmp / "text.spacy")
+    assert main(["configure", str(tmp / "pipeline"), str(tmp / "forms"), "--long-forms-from", str(tmp / "text.spacy")]) == 0
+    assert "arbo_linker: long forms of 1 short forms from" in capsys.readouterr().out
+    assert spacy.load(tmp / "forms").get_pipe("arbo_linker").corpus_long_forms == {"FUO": "Fever of unknown origin"}
+
+
 def test_report_table_and_plot(tmp_path, capsys):
     metrics = tmp_path / "metrics"
     metrics.mkdir()

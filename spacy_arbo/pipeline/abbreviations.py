@@ -5,7 +5,8 @@ defines once ("Wilson disease (WD)"). scispacy's detector (Schwartz & Hearst 200
 those definitions; a short form alone says little to the encoder or to TF-IDF.
 """
 import warnings
-from typing import Dict, Tuple
+from collections import Counter, defaultdict
+from typing import Dict, Iterable, Tuple
 
 from scispacy.abbreviation import AbbreviationDetector
 from spacy.tokens import Doc
@@ -37,6 +38,17 @@ class LongForms:
             elif short._.long_form is not None:
                 forms[short.start_char, short.end_char] = short._.long_form.text
         return forms
+
+
+def corpus_long_forms(docs: Iterable[Doc], long_forms: LongForms) -> Dict[str, str]:
+    """Each short form that some doc of `docs` defines -> its most frequent long form (one vote
+    per doc; a tie goes to the alphabetically first), for the docs that use a short form
+    without defining it ("FRDA" in an abstract that never spells out Friedreich ataxia)."""
+    votes: Dict[str, Counter] = defaultdict(Counter)
+    for doc in docs:
+        for short, long in {(doc.text[start:end], long) for (start, end), long in long_forms(doc).items()}:
+            votes[short][long] += 1
+    return {short: min(counts, key=lambda long: (-counts[long], long)) for short, counts in sorted(votes.items())}
 
 
 class _VocabOnly:

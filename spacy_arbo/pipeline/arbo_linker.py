@@ -30,8 +30,8 @@ from ..settings import check_at_least, check_choice, setting_defaults, with_sett
 from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
-from ..util import ArboError, PathLike
-from .abbreviations import LongForms
+from ..util import ArboError, PathLike, atomic_path
+from .abbreviations import LongForms, corpus_long_forms
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .gold_ents import with_gold_mentions
@@ -181,6 +181,9 @@ class ArboLinker(ConfiguredPipe):
         self.knowledge_units = knowledge_units
         self.retriever: Optional[EntityRetriever] = None
         self._long_forms: Optional[LongForms] = None
+        # Short form -> long form, from other docs, for docs that use a short form undefined
+        # (`set_corpus_long_forms`; stored with the pipeline).
+        self.corpus_long_forms: Dict[str, str] = {}
         # Whether the entity index lags the weights (after an update, or new entity texts).
         self._stale = False
         # Training state: the corpus's gold mentions, and the update count their vectors
@@ -311,6 +314,18 @@ class ArboLinker(ConfiguredPipe):
         retriever.set_dictionary([(m.mention, row) for m, (_, row) in zip(inputs, linked)])
         return len(retriever.dictionary)
 
+    def set_corpus_long_forms(self, docs: Iterable[Doc]) -> int:
+        """Learn the long forms that `docs` define, to read a short form that its own doc does
+        not define (with `use_long_form`), and return how many short forms there are. Only
+        text is read: unlabelled docs, the ones being linked included, serve as well."""
+        self.corpus_long_forms = corpus_long_forms(docs, self._long_form_finder())
+        return len(self.corpus_long_forms)
+
+    def _long_form_finder(self) -> LongForms:
+        if self._long_forms is None:
+            self._long_forms = LongForms(self.vocab)
+        return self._long_forms
+
     def _anchors(self) -> TrainingMentions:
         """The training mentions with vectors from the current weights."""
         if not len(self.corpus):
@@ -346,21 +361,20 @@ class ArboLinker(ConfiguredPipe):
 
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
         """What the mention tower reads; with `use_long_form`, an abbreviation defined in
-        its doc is read as its long form (in training and inference alike); with a graph
-        tower on mentions, the knowledge units of its sentence."""
+        its doc (else in the corpus of `set_corpus_long_forms`) is read as its long form (in
+        training and inference alike); with a graph tower on mentions, the knowledge units
+        of its sentence."""
         context = self.settings.context_chars
         units = self.knowledge_units.mentions if "mentions" in self._knowledge_sides() else None
-        if self.settings.use_long_form and self._long_forms is None:
-            self._long_forms = LongForms(self.vocab)
         per_doc: Dict[int, Dict[Tuple[int, int], str]] = {}
         inputs = []
         for span in spans:
             long_form = None
-            if self._long_forms is not None and self.settings.use_long_form:
+            if self.settings.use_long_form:
                 forms = per_doc.get(id(span.doc))
                 if forms is None:
-                    forms = per_doc[id(span.doc)] = self._long_forms(span.doc)
-                long_form = forms.get((span.start_char, span.end_char))
+                    forms = per_doc[id(span.doc)] = self._long_form_finder()(span.doc)
+                long_form = forms.get((span.start_char, span.end_char)) or self.corpus_long_forms.get(span.text)
             inputs.append(mention_input(span, context, long_form, units(span) if units else ()))
         return inputs
 
@@ -579,6 +593,7 @@ class ArboLinker(ConfiguredPipe):
             "kb": retriever.kb.to_bytes,
             "indexes": lambda: srsly.msgpack_dumps(retriever.index_bytes(include_dense=self._index_is_current())),
             "anchors": lambda: self._anchors().to_bytes(retriever.kb) if self._keeps_anchors() else b"",
+            "long_forms": lambda: srsly.msgpack_dumps(self.corpus_long_forms),
         }
         return util.to_bytes(serializers, exclude)
 
@@ -588,6 +603,7 @@ class ArboLinker(ConfiguredPipe):
             "kb": lambda b: self.set_kb(EntityStore.from_bytes(b)),
             "indexes": lambda b: self._require_retriever().load_index_bytes(srsly.msgpack_loads(b)),
             "anchors": lambda b: self._load_anchors(TrainingMentions.from_bytes(b, self.kb) if b else None),
+            "long_forms": lambda b: self._load_long_forms(srsly.msgpack_loads(b), "bytes"),
         }
         util.from_bytes(bytes_data, deserializers, exclude)
         self._after_load()
@@ -603,6 +619,8 @@ class ArboLinker(ConfiguredPipe):
             serializers["model"] = self.model.to_disk
         if self._keeps_anchors():
             serializers["anchors"] = lambda p: self._anchors().to_disk(p, retriever.kb)
+        if self.corpus_long_forms:
+            serializers["long_forms"] = self._write_long_forms
         util.to_disk(path, serializers, exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
@@ -615,6 +633,7 @@ class ArboLinker(ConfiguredPipe):
             "kb": lambda p: self.set_kb(open_store(p)),
             "indexes": lambda p: self._require_retriever().from_disk(p),
             "anchors": lambda p: self._load_anchors(TrainingMentions.from_disk(p, self.kb) if p.exists() else None),
+            "long_forms": self._read_long_forms,
         }
         util.from_disk(path, deserializers, exclude)
         self._after_load()
@@ -622,6 +641,26 @@ class ArboLinker(ConfiguredPipe):
 
     def _keeps_anchors(self) -> bool:
         return self.settings.transductive and bool(len(self.corpus))
+
+    def _write_long_forms(self, path: Path) -> None:
+        with atomic_path(path) as tmp:
+            srsly.write_json(tmp, self.corpus_long_forms)
+
+    def _read_long_forms(self, path: Path) -> None:
+        if not path.exists():
+            self.corpus_long_forms = {}
+            return
+        try:
+            forms = srsly.read_json(path)
+        except ValueError as err:
+            raise ArboError(f"{path}: not valid JSON ({err}).") from None
+        self._load_long_forms(forms, str(path))
+
+    def _load_long_forms(self, forms: Any, origin: str) -> None:
+        if not isinstance(forms, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in forms.items()):
+            raise ArboError(f"{self.name}: the corpus long forms in {origin} are not an object of short form -> "
+                            "long form strings.")
+        self.corpus_long_forms = dict(forms)
 
     def _load_anchors(self, anchors: Optional[TrainingMentions]) -> None:
         if anchors is not None:
