@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Tuple
 import srsly
 
 from .scoring import RECALL_KS
-from .util import ArboError, PathLike, atomic_path
+from .util import ArboError, PathLike, atomic_path, read_json
 
 COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"), ("accuracy_strict", "acc strict"),
            ("accuracy_seen", "acc seen"), ("accuracy_unseen", "acc unseen"), ("nel_micro_f", "link F"), ("ari", "ARI"),
@@ -29,10 +29,7 @@ def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
     files = sorted(Path(metrics_dir).glob("*.json"))
     systems = {}
     for path in files:
-        try:
-            metrics = srsly.read_json(path)
-        except ValueError as err:
-            raise ArboError(f"{path}: not valid JSON ({err}).") from None
+        metrics = read_json(path)
         if isinstance(metrics, dict) and not any(isinstance(v, dict) for v in metrics.values()):
             systems[path.stem.removesuffix("_test")] = metrics
     if not systems:

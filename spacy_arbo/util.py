@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, Tuple, Union
 
+import srsly
+
 PathLike = Union[str, Path]
 
 
@@ -112,6 +114,14 @@ def read_lines(path: Path) -> Iterator[Tuple[int, str]]:
                 yield number, line.rstrip("\n").rstrip("\r")
     except (OSError, EOFError, UnicodeDecodeError) as err:
         raise ArboError(f"{path}: cannot read ({err}).") from None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content; a file that does not parse is an error naming it."""
+    try:
+        return srsly.read_json(path)
+    except ValueError as err:
+        raise ArboError(f"{path}: not valid JSON ({err}).") from None
 
 
 def read_json_objects(path: Path) -> Iterator[Tuple[int, str, Dict[str, Any]]]:

@@ -30,7 +30,7 @@ from ..settings import check_at_least, check_choice, setting_defaults, with_sett
 from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
-from ..util import ArboError, PathLike, atomic_path
+from ..util import ArboError, PathLike, atomic_path, read_json
 from .abbreviations import LongForms, corpus_long_forms
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
@@ -650,11 +650,7 @@ class ArboLinker(ConfiguredPipe):
         if not path.exists():
             self.corpus_long_forms = {}
             return
-        try:
-            forms = srsly.read_json(path)
-        except ValueError as err:
-            raise ArboError(f"{path}: not valid JSON ({err}).") from None
-        self._load_long_forms(forms, str(path))
+        self._load_long_forms(read_json(path), str(path))
 
     def _load_long_forms(self, forms: Any, origin: str) -> None:
         if not isinstance(forms, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in forms.items()):

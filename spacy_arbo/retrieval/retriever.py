@@ -21,7 +21,7 @@ from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate
 from ..settings import check_at_least, check_choice, check_types
-from ..util import ArboError, PathLike, atomic_path
+from ..util import ArboError, PathLike, atomic_path, read_json
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 from .faiss_index import FaissIndex
 from .tfidf import TfidfAliasIndex
@@ -342,11 +342,7 @@ class EntityRetriever:
             if (path / "tfidf").exists() else None
         dictionary_file = path / DICTIONARY_FILE
         if dictionary_file.exists():
-            try:
-                records = srsly.read_json(dictionary_file)
-            except ValueError as err:
-                raise ArboError(f"{dictionary_file}: not valid JSON ({err}).") from None
-            self.load_dictionary_records(records, str(dictionary_file))
+            self.load_dictionary_records(read_json(dictionary_file), str(dictionary_file))
         else:
             self.set_dictionary([])
 
