@@ -25,6 +25,7 @@ from ..scoring import gold_ids
 from ..settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..util import ArboError
+from .loss import ranked_mentions, reranker_loss
 from .model import CrossEncoder
 from .packing import MODES, Pass
 from .planning import Owners, PairPlanner, PairText, batches
@@ -65,6 +66,7 @@ class RerankerSettings(PairText):
     insert_gold: bool = True
     use_gold_ents: bool = True
     retrieval_weight: float = 0.0
+    listwise_weight: float = 0.0
     batch_tokens: int = 4096
     precision: str = "auto"
     kb_ents_threshold: Optional[float] = None
@@ -78,6 +80,8 @@ class RerankerSettings(PairText):
                        max_entities_per_mention=self.max_entities_per_mention,
                        max_name_tokens=self.max_name_tokens, batch_tokens=self.batch_tokens)
         check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens)
+        if self.listwise_weight < 0:
+            raise ArboError(f"listwise_weight takes a number >= 0; got {self.listwise_weight!r}.")
 
 
 @Language.factory(
@@ -302,7 +306,9 @@ class MultiCrossReranker(ConfiguredPipe):
         sgd=None,
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
-        """Per-pair binary cross-entropy on each pair's [MASK] (eq. 4), averaged over the pairs."""
+        """Per-pair binary cross-entropy on each pair's [MASK] (eq. 4), averaged over the pairs,
+        plus `listwise_weight` times a ranking term over each mention's candidates
+        (`loss.reranker_loss`); a mention's pairs share a batch, so the loss is exact."""
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
@@ -313,13 +319,18 @@ class MultiCrossReranker(ConfiguredPipe):
         if not any(ids for doc in candidates for ids in doc):
             return losses
         passes, owners = self.plan([eg.predicted for eg in examples], candidates)
-        labels = np.asarray([per_doc[d][e][1][c] for d, e, c in owners], dtype="int64")
+        numbers = {de: n for n, de in enumerate(dict.fromkeys((d, e) for d, e, _ in owners))}
+        labels = torch.as_tensor([per_doc[d][e][1][c] for d, e, c in owners], dtype=torch.int64)
+        mentions = torch.as_tensor([numbers[d, e] for d, e, _ in owners], dtype=torch.int64)
+        slots = torch.as_tensor([c for _, _, c in owners], dtype=torch.int64)
+        ranked_total = len(ranked_mentions(labels, mentions))
         self._cross_encoder()
-        for batch in batches(passes, self.settings.batch_tokens):
+        for batch in batches(passes, self.settings.batch_tokens, together=lambda i: owners[i][:2]):
             logits, backprop = self.model.begin_update(batch)
             scores = xp2torch(logits, requires_grad=True)
-            truth = torch.as_tensor(labels[[i for p in batch for i in p.pair_index]], device=scores.device)
-            loss = torch.nn.functional.cross_entropy(scores, truth, reduction="sum") / len(owners)
+            index = torch.as_tensor([i for p in batch for i in p.pair_index], dtype=torch.int64)
+            loss = reranker_loss(scores, *(t[index].to(scores.device) for t in (labels, mentions, slots)),
+                                 self.settings.listwise_weight, len(owners), ranked_total)
             loss.backward()
             backprop(torch2xp(scores.grad))
             losses[self.name] += float(loss.detach())

@@ -3,7 +3,7 @@ read in, which text stands for each candidate (name, best alias, definition star
 as token ids that `packing.pack` lays out (multi cross-encoder paper, 4.2)."""
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import SENT_START
@@ -183,14 +183,41 @@ def closest_alias(text: str, entity: Entity) -> Optional[str]:
     return best if best is not None and similarity(best) > similarity(entity.name) else None
 
 
-def batches(passes: List[Pass], batch_tokens: int) -> Iterator[List[Pass]]:
-    """Passes of similar length together, at most `batch_tokens` padded tokens a batch."""
-    ordered = sorted(passes, key=len, reverse=True)
+def batches(passes: List[Pass], batch_tokens: int,
+            together: Optional[Callable[[int], Hashable]] = None) -> Iterator[List[Pass]]:
+    """Passes of similar length together, at most `batch_tokens` padded tokens a batch;
+    with `together` (pair index -> key), passes whose pairs share a key share a batch, even
+    past the budget (a training loss that compares a mention's pairs needs them all)."""
+    units = _joined(passes, together) if together else [[p] for p in passes]
     batch: List[Pass] = []
-    for p in ordered:
-        if batch and (len(batch) + 1) * len(batch[0]) > batch_tokens:
+    width = 0
+    for unit in sorted(units, key=lambda u: max(len(p) for p in u), reverse=True):
+        if batch and (len(batch) + len(unit)) * width > batch_tokens:
             yield batch
             batch = []
-        batch.append(p)
+        if not batch:
+            width = max(len(p) for p in unit)
+        batch.extend(unit)
     if batch:
         yield batch
+
+
+def _joined(passes: List[Pass], together: Callable[[int], Hashable]) -> List[List[Pass]]:
+    """`passes` in groups: two passes holding pairs with the same key, directly or through
+    others, fall in one group (union-find)."""
+    parent = list(range(len(passes)))
+
+    def root(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    first: Dict[Hashable, int] = {}
+    for n, p in enumerate(passes):
+        for i in p.pair_index:
+            parent[root(n)] = root(first.setdefault(together(i), n))
+    groups: Dict[int, List[Pass]] = {}
+    for n, p in enumerate(passes):
+        groups.setdefault(root(n), []).append(p)
+    return list(groups.values())

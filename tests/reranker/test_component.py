@@ -3,6 +3,7 @@ import shutil
 import numpy as np
 import pytest
 import spacy
+import torch
 from spacy.training import Example
 from thinc.api import Adam
 
@@ -218,8 +219,9 @@ def test_gold_insertion(tiny_bert_dir, toy_kb):
         ["MESH:D003920", "MESH:D006527"], [False, False])
 
 
-def test_overfits_the_toy_corpus(tiny_bert_dir, toy_kb):
-    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, mode="multi")
+@pytest.mark.parametrize("listwise_weight", [0.0, 1.0])
+def test_overfits_the_toy_corpus(tiny_bert_dir, toy_kb, listwise_weight):
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, mode="multi", listwise_weight=listwise_weight)
     gold = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
     examples = [Example(doc, g) for doc, g in zip(rotating_candidates(nlp, toy_kb, TOY_TEXTS), gold)]
 
@@ -233,6 +235,25 @@ def test_overfits_the_toy_corpus(tiny_bert_dir, toy_kb):
     losses = [nlp.update(examples, sgd=optimizer)["multi_cross_reranker"] for _ in range(20)]
     assert losses[-1] < losses[0] / 2
     assert accuracy() == 1.0
+
+
+@pytest.mark.parametrize("listwise_weight", [0.0, 1.0])
+def test_update_loss_does_not_depend_on_how_passes_are_batched(tiny_bert_dir, toy_kb, listwise_weight):
+    """In base mode a mention's pairs are separate passes, so small batches split them."""
+    nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, mode="base", listwise_weight=listwise_weight)
+    gold = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    for module in get_module(reranker.model).modules():  # the same loss needs no dropout
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        if hasattr(module, "dropout_prob"):
+            module.dropout_prob = 0.0
+    found = []
+    for batch_tokens in [4096, 32]:
+        reranker.configure(batch_tokens=batch_tokens)
+        examples = [Example(doc, g) for doc, g in zip(rotating_candidates(nlp, toy_kb, TOY_TEXTS), gold)]
+        found.append(reranker.update(examples, drop=0.0)["multi_cross_reranker"])
+    assert found[0] > 0 and found[1] == pytest.approx(found[0], rel=1e-5)
 
 
 def test_trains_and_scores_behind_a_retriever(tiny_bert_dir, toy_kb_dir):
@@ -325,6 +346,8 @@ def test_alias_tokens_can_change_after_the_aliases_are_cached(tiny_bert_dir, toy
 def test_bad_configuration(tiny_bert_dir, toy_kb):
     with pytest.raises(ArboError, match="Unknown mode 'document'"):
         spacy.blank("en").add_pipe("multi_cross_reranker", config={"mode": "document"})
+    with pytest.raises(ArboError, match="listwise_weight takes a number >= 0; got -1"):
+        spacy.blank("en").add_pipe("multi_cross_reranker", config={"listwise_weight": -1.0})
     with pytest.raises(ArboError, match="Unknown pair_attention 'sparse'"):
         spacy.blank("en").add_pipe("multi_cross_reranker",
                                    config={"model": cross_encoder(tiny_bert_dir, pair_attention="sparse")})

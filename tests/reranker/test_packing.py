@@ -3,8 +3,9 @@ from collections import Counter
 import pytest
 
 from spacy_arbo.reranker.packing import (
-    CONTEXT, MODES, Mention, Pair, Sentence, Specials, centered_window, layout, pack, plan_passes,
+    CONTEXT, MODES, Mention, Pair, Pass, Sentence, Specials, centered_window, layout, pack, plan_passes,
 )
+from spacy_arbo.reranker.planning import batches
 from spacy_arbo.util import ArboError
 
 SPECIALS = Specials(cls=1, sep=2, mask=3)
@@ -131,3 +132,18 @@ def test_a_pair_that_cannot_fit_is_an_error():
         pack([sentence(2, [(0, 1, [6])])], "base", 8, SPECIALS)
     with pytest.raises(ArboError, match="Unknown mode 'document'"):
         pack([sentence(2, [(0, 1, [1])])], "document", 64, SPECIALS)
+
+
+def test_batches_respect_the_budget_and_keep_grouped_passes_together():
+    def make(length, pair_index):
+        return Pass(input_ids=[0] * length, pair_index=list(pair_index))
+
+    passes = [make(10, [0]), make(8, [1]), make(8, [2]), make(6, [3]), make(4, [4, 5])]
+    alone = list(batches(passes, 20))
+    assert [[len(p) for p in b] for b in alone] == [[10, 8], [8, 6], [4]]
+    assert all(len(b) * len(b[0]) <= 20 for b in alone)
+    # Pairs 0, 3 and 5 belong together (so 0, 3, 4, 5 through the fifth pass), pair 2 alone.
+    key = {0: "a", 1: "b", 2: "c", 3: "a", 4: "d", 5: "a"}
+    grouped = list(batches(passes, 20, together=key.__getitem__))
+    assert [[len(p) for p in b] for b in grouped] == [[10, 6, 4], [8, 8]]
+    assert sorted(i for b in grouped for p in b for i in p.pair_index) == list(range(6))
