@@ -239,7 +239,8 @@ def test_overfits_the_toy_corpus(tiny_bert_dir, toy_kb, listwise_weight):
 
 @pytest.mark.parametrize("listwise_weight", [0.0, 1.0])
 def test_update_loss_does_not_depend_on_how_passes_are_batched(tiny_bert_dir, toy_kb, listwise_weight):
-    """In base mode a mention's pairs are separate passes, so small batches split them."""
+    """In base mode a mention's pairs are separate passes, which a small `batch_tokens`
+    would put in different batches; the update keeps them together, so the loss is the same."""
     nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, top_n=6, mode="base", listwise_weight=listwise_weight)
     gold = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
     reranker = nlp.get_pipe("multi_cross_reranker")
