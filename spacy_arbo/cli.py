@@ -2,7 +2,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .util import ArboError, atomic_path
 
@@ -59,13 +59,18 @@ def set_dictionaries(linkers: List, paths: List[str], evaluated: Sequence = ()) 
 
     if not linkers:
         return
-    held_out = {doc.user_data.get("doc_id") or doc.text for doc in evaluated}
     # The linkers of one pipeline share its vocab: the corpora are read once.
     docs = [doc for path in paths for doc in read_docbin(path, linkers[0].vocab)]
-    kept = [doc for doc in docs if (doc.user_data.get("doc_id") or doc.text) not in held_out]
+    kept = docs_not_in(docs, evaluated)
     note = f" (left out {len(docs) - len(kept):,} documents under evaluation)" if len(kept) < len(docs) else ""
     for linker in linkers:
         print(f"{linker.name}: {linker.set_dictionary(kept):,} dictionary names from {', '.join(paths)}{note}")
+
+
+def docs_not_in(docs: List, evaluated: Sequence) -> List:
+    """`docs` but those also in `evaluated` (same doc id, or the same text)."""
+    held_out = {doc.user_data.get("doc_id") or doc.text for doc in evaluated}
+    return [doc for doc in docs if (doc.user_data.get("doc_id") or doc.text) not in held_out]
 
 
 def apply_settings(linkers: List, settings: List[str]) -> None:
@@ -201,6 +206,43 @@ def add_ner_command(args: argparse.Namespace) -> None:
         # Their mentions now come from the recognizer, in evaluation (spacy evaluate) too.
         if isinstance(proc, ConfiguredPipe) and "use_gold_ents" in proc.cfg:
             proc.configure(use_gold_ents=False)
+    with atomic_path(args.output) as tmp:
+        nlp.to_disk(tmp)
+    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
+
+
+def add_memory_command(args: argparse.Namespace) -> None:
+    from .corpora import read_docbin
+    from .pipeline.arbo_linker import arbo_linkers
+    from .pipeline.link_memory import LinkMemory, tune_link_memory, unknown_ids
+
+    nlp = load_pipeline(args.pipeline)
+    if "link_memory" in nlp.pipe_names:
+        nlp.remove_pipe("link_memory")
+    memory = LinkMemory(nlp.vocab, min_count=args.min_count, min_share=args.min_share)
+    dev = read_docbin(args.dev, nlp.vocab) if args.dev else None
+    docs = [doc for path in args.from_corpora for doc in read_docbin(path, nlp.vocab)]
+    n_mentions = memory.add(docs_not_in(docs, dev or []))
+    for linker in [linker for linker in arbo_linkers(nlp) if linker.kb is not None][:1]:
+        unknown = unknown_ids(memory, lambda kb_id: kb_id in linker.kb)
+        if unknown:
+            raise ArboError(f"{', '.join(args.from_corpora)}: {len(unknown):,} gold ids are not in {linker.name}'s KB "
+                            f"(e.g. {', '.join(unknown[:3])}); convert the corpus against the KB "
+                            "(convert-corpus --kb) so that they read NIL.")
+    chosen: Optional[Tuple[int, float]] = (memory.min_count, memory.min_share)
+    if dev is not None:
+        without, rows, chosen = tune_link_memory(nlp, memory, dev)
+        print(f"strict accuracy@1 on {args.dev} without the memory: {without:.4f}\n"
+              "| min_count | min_share | strict accuracy@1 |\n|---:|---:|---:|")
+        for count, share, acc in rows:
+            print(f"| {count} | {share:g} | {acc:.4f} |")
+    if chosen is None:
+        print(f"No setting beats the pipeline without the memory on {args.dev}: none added.")
+    else:
+        added = nlp.add_pipe("link_memory", last=True, config={"min_count": chosen[0], "min_share": chosen[1]})
+        added.add(docs_not_in(docs, dev or []))
+        print(f"link_memory (min_count {added.min_count}, min_share {added.min_share:g}) links "
+              f"{len(added.links):,} texts of {n_mentions:,} mentions from {', '.join(args.from_corpora)}")
     with atomic_path(args.output) as tmp:
         nlp.to_disk(tmp)
     print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
@@ -462,6 +504,19 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("ner", help="a pipeline with a 'ner' component (e.g. from configs/ner.cfg)")
     cmd.add_argument("output")
     cmd.set_defaults(func=add_ner_command)
+
+    cmd = commands.add_parser("add-memory", help="put a link_memory last: mentions whose text the gold corpora "
+                              "link (nearly) always to one id get that id")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("output")
+    cmd.add_argument("--from", dest="from_corpora", nargs="+", required=True, metavar="TRAIN.spacy",
+                     help="gold corpora to remember (train; never the corpus you evaluate on)")
+    cmd.add_argument("--min-count", type=int, default=1, help="times a text must be annotated (default 1)")
+    cmd.add_argument("--min-share", type=float, default=0.8,
+                     help="share of its annotations its majority id must have, in (0.5, 1] (default 0.8)")
+    cmd.add_argument("--dev", help="choose --min-count and --min-share on this corpus (strict accuracy@1); "
+                     "its docs are left out of the memory")
+    cmd.set_defaults(func=add_memory_command)
 
     cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
     cmd.add_argument("pipeline")

@@ -399,3 +399,39 @@ def test_compare_runs_sums_the_clocks_of_stages_and_scores_dev_and_test(linked, 
     assert f"{tmp / 'pipeline' / 'clock.json'}: no training clock" in capsys.readouterr().err
     assert main(["compare-runs", str(tmp / "first"), "--dev", data, "--test", data, "--output", str(out)]) == 1
     assert "NAME=DIR" in capsys.readouterr().err
+
+
+def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
+    import spacy
+
+    tmp = linked
+    # Another abstract (PMID 2) that annotates "cough" as fever, twice.
+    wrong = PUBTATOR.replace("1|", "2|").replace("1\t", "2\t").replace("cough\tDisease\tD003371", "cough\tDisease\tD005334")
+    (tmp / "memory.txt").write_text(wrong + wrong.replace("2|", "3|").replace("2\t", "3\t"))
+    assert main(["convert", str(tmp / "memory.txt"), str(tmp / "memory.spacy"), "--kb", str(tmp / "kb")]) == 0
+    assert main(["add-memory", str(tmp / "pipeline"), str(tmp / "remembered"), "--from", str(tmp / "memory.spacy"),
+                 "--min-count", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "link_memory (min_count 2, min_share 0.8) links 3 texts of 8 mentions" in printed
+    assert "arbo_linker -> link_memory" in printed
+    nlp = spacy.load(tmp / "remembered")
+    assert nlp.pipe_names == ["arbo_linker", "link_memory"]
+    assert [(e.text, e.kb_id_) for e in nlp("Cough.").ents] == []  # no mentions without a recognizer
+    out = tmp / "metrics.json"
+    scores = []
+    for pipeline in ("pipeline", "remembered"):
+        assert main(["evaluate", str(tmp / pipeline), str(tmp / "test.spacy"), "--output", str(out)]) == 0
+        metrics = json.loads(out.read_text())
+        scores.append((metrics["accuracy_strict"], metrics["nil_r"]))
+    # The memory makes "cough" wrong and the NIL "pyrexia" (NIL twice in it) right.
+    assert scores == [(0.75, 0.0), (0.75, 1.0)]
+    # Chosen on a dev set where it gains nothing: no setting is kept.
+    assert main(["add-memory", str(tmp / "remembered"), str(tmp / "tuned"), "--from", str(tmp / "memory.spacy"),
+                 "--dev", str(tmp / "test.spacy")]) == 0
+    printed = capsys.readouterr().out
+    assert "without the memory: 0.7500" in printed and "| 1 | 0.8 | 0.7500 |" in printed
+    assert "none added" in printed and spacy.load(tmp / "tuned").pipe_names == ["arbo_linker"]
+    # Ids that the pipeline's KB lacks (the corpus was not converted against it).
+    assert main(["convert", str(tmp / "memory.txt"), str(tmp / "raw.spacy")]) == 0
+    assert main(["add-memory", str(tmp / "pipeline"), str(tmp / "bad"), "--from", str(tmp / "raw.spacy")]) == 1
+    assert "gold ids are not in arbo_linker's KB" in capsys.readouterr().err

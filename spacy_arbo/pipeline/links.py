@@ -21,11 +21,16 @@ def kb_ents(ranked: Candidates, threshold: Optional[float], max_entities: int) -
     return [c for c in ranked if threshold is None or c[1] >= threshold][:max_entities]
 
 
+def write_kb_id(span: Span, kb_id: str) -> None:
+    """`ent.kb_id_`: spaCy keeps a span's id on its tokens."""
+    for token in span:
+        token.ent_kb_id_ = kb_id
+
+
 def write_link(span: Span, kb_id: str, ranked: Candidates, ents_threshold: Optional[float],
                max_entities: int) -> None:
     """`ent.kb_id_`, every ranked candidate (`kb_candidates`, what rerankers and scores
     read), and the best of them in scispacy's `kb_ents` shape (`[]` when none qualify)."""
-    for token in span:
-        token.ent_kb_id_ = kb_id
+    write_kb_id(span, kb_id)
     span._.kb_candidates = ranked
     span._.kb_ents = kb_ents(ranked, ents_threshold, max_entities)
