@@ -46,7 +46,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
         assert commands["convert-quick"]["outputs"] == [
             f"corpus/{corpus}/quick/{s}.spacy" for s in ("train", "dev", "test")]
         assert commands["evaluate-quick"]["outputs"] == [
-            f"metrics/{corpus}/quick/{name}_test.json" for name in ("tfidf", "retriever", "clustering")]
+            f"metrics/{corpus}/quick/{name}_test.json" for name in ("tfidf", "retriever", "clustering", "retriever_memory")]
         # Every corpus file, trained pipeline and metrics file of every command is the corpus's own.
         for command in commands.values():
             words = [w for line in command.get("script", []) for w in line.split()]
@@ -99,11 +99,13 @@ def test_quick_workflow(tmp_path, data_dir):
                             capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     metrics = {name: json.loads((project / "metrics" / "ncbi" / "quick" / f"{name}_test.json").read_text())
-               for name in ("tfidf", "retriever", "clustering")}
+               for name in ("tfidf", "retriever", "clustering", "retriever_memory")}
     assert all(m["n_mentions"] > 200 for m in metrics.values())
     # The trained hashed retriever retrieves most gold entities; TF-IDF stays the baseline.
     assert metrics["retriever"]["recall@64"] > 0.6 and metrics["tfidf"]["recall@1"] > 0.6
     assert -1.0 <= metrics["clustering"]["ari"] <= 1.0
+    # The memory of the training mentions, kept because it wins on dev, wins on test too.
+    assert metrics["retriever_memory"]["accuracy_strict"] > metrics["retriever"]["accuracy_strict"]
     # A second run skips every finished step.
     again = subprocess.run([sys.executable, "-m", "weasel", "run", "quick"], cwd=project, env=env,
                            capture_output=True, text=True, timeout=600)
