@@ -168,7 +168,9 @@ def tune_link_memory(
         return accuracy(mention_outcomes(Example(p, g) for p, g in zip(docs, dev_docs)), "exact") or 0.0
 
     without = strict(linked)
-    rows = [(count, share, strict(candidate(doc.copy()) for doc in linked))
-            for count, share in grid for candidate in [memory.with_settings(count, share)]]
+    rows = []
+    for count, share in grid:
+        candidate = memory.with_settings(count, share)
+        rows.append((count, share, strict(candidate(doc.copy()) for doc in linked)))
     best = max(rows, key=lambda row: row[2], default=None)
     return without, rows, (best[0], best[1]) if best is not None and best[2] > without else None
