@@ -240,7 +240,7 @@ def add_memory_command(args: argparse.Namespace) -> None:
         print(f"No setting beats the pipeline without the memory on {args.dev}: none added.")
     else:
         added = nlp.add_pipe("link_memory", last=True, config={"min_count": chosen[0], "min_share": chosen[1]})
-        added.add(docs_not_in(docs, dev or []))
+        added.counts = memory.counts
         print(f"link_memory (min_count {added.min_count}, min_share {added.min_share:g}) links "
               f"{len(added.links):,} texts of {n_mentions:,} mentions from {', '.join(args.from_corpora)}")
     with atomic_path(args.output) as tmp:

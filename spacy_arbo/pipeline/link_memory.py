@@ -22,6 +22,7 @@ from spacy.vocab import Vocab
 from ..evaluation import link_gold_mentions
 from ..kb.entities import NIL, split_ids
 from ..scoring import accuracy, mention_outcomes
+from ..settings import check_at_least
 from ..util import ArboError, atomic_path, read_json
 from .links import write_kb_id
 
@@ -37,8 +38,7 @@ def memory_key(text: str) -> str:
 
 
 def check_memory_settings(min_count: int, min_share: float) -> None:
-    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
-        raise ArboError(f"link_memory: min_count takes a positive integer; got {min_count!r}.")
+    check_at_least(1, min_count=min_count)
     if isinstance(min_share, bool) or not isinstance(min_share, (int, float)) or not 0.5 < min_share <= 1:
         raise ArboError(f"link_memory: min_share takes a number in (0.5, 1]; got {min_share!r}.")
 
