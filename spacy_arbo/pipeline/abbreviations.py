@@ -4,12 +4,13 @@ About a third of NCBI Disease mentions are short forms ("WD", "FAP") that the ab
 defines once ("Wilson disease (WD)"). scispacy's detector (Schwartz & Hearst 2003) finds
 those definitions; a short form alone says little to the encoder or to TF-IDF.
 """
+import re
 import warnings
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, Tuple
+from typing import Dict, Iterable, Iterator, Tuple
 
-from scispacy.abbreviation import AbbreviationDetector
-from spacy.tokens import Doc
+from scispacy.abbreviation import AbbreviationDetector, find_abbreviation
+from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 
@@ -37,7 +38,33 @@ class LongForms:
                 forms[span.start_char, span.end_char] = short["long_text"]
             elif short._.long_form is not None:
                 forms[short.start_char, short.end_char] = short._.long_form.text
+        for short, long in hyphenated_definitions(doc):
+            for match in re.finditer(rf"(?<!\w){re.escape(short)}(?!\w)", doc.text):
+                forms.setdefault(match.span(), long)
         return forms
+
+
+def hyphenated_definitions(doc: Doc) -> Iterator[Tuple[str, str]]:
+    """(short, long) for definitions such as "T-cell prolymphocytic leukaemia (T-PLL)".
+
+    spaCy splits "T-PLL" at its hyphen into "T", "-", "PLL", and scispacy's detector wants
+    every token of a short form to have 2 to 9 characters, so it never sees these. Schwartz
+    & Hearst's own rule is on the short form's characters: 2 to 10 of them, the first a
+    letter, at least one letter (here: half of them, as scispacy asks of the others)."""
+    for open_ in (t for t in doc if t.text == "("):
+        close = next((t for t in doc[open_.i + 1: open_.i + 8] if t.text == ")"), None)
+        if close is None or close.i - open_.i < 4:
+            continue  # not found, or one or two tokens: scispacy's detector covers those
+        short = doc[open_.i + 1: close.i]
+        text = short.text
+        if any(t.whitespace_ for t in short[:-1]) or "-" not in text or not 2 <= len(text) <= 10:
+            continue
+        if not text[0].isalpha() or sum(c.isalpha() for c in text) < len(text) / 2:
+            continue
+        window = min(len(text) + 5, len(text) * 2)
+        _, long = find_abbreviation(doc[max(open_.i - window, 0): open_.i], short)
+        if long is not None:
+            yield text, long.text
 
 
 def corpus_long_forms(docs: Iterable[Doc], long_forms: LongForms) -> Dict[str, str]:
