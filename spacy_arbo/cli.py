@@ -219,7 +219,7 @@ def add_memory_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
     if "link_memory" in nlp.pipe_names:
         nlp.remove_pipe("link_memory")
-    memory = LinkMemory(nlp.vocab, min_count=args.min_count, min_share=args.min_share)
+    memory = LinkMemory(nlp.vocab, min_count=args.min_count, min_share=args.min_share, fold_plurals=args.fold_plurals)
     dev = read_docbin(args.dev, nlp.vocab) if args.dev else None
     docs = [doc for path in args.from_corpora for doc in read_docbin(path, nlp.vocab)]
     n_mentions = memory.add(docs_not_in(docs, dev or []))
@@ -229,19 +229,20 @@ def add_memory_command(args: argparse.Namespace) -> None:
             raise ArboError(f"{', '.join(args.from_corpora)}: {len(unknown):,} gold ids are not in {linker.name}'s KB "
                             f"(e.g. {', '.join(unknown[:3])}); convert the corpus against the KB "
                             "(convert-corpus --kb) so that they read NIL.")
-    chosen: Optional[Tuple[int, float]] = (memory.min_count, memory.min_share)
+    chosen: Optional[Tuple[int, float, bool]] = (memory.min_count, memory.min_share, memory.fold_plurals)
     if dev is not None:
         without, rows, chosen = tune_link_memory(nlp, memory, dev)
         print(f"strict accuracy@1 on {args.dev} without the memory: {without:.4f}\n"
-              "| min_count | min_share | strict accuracy@1 |\n|---:|---:|---:|")
-        for count, share, acc in rows:
-            print(f"| {count} | {share:g} | {acc:.4f} |")
+              "| min_count | min_share | fold_plurals | strict accuracy@1 |\n|---:|---:|---|---:|")
+        for count, share, fold, acc in rows:
+            print(f"| {count} | {share:g} | {str(fold).lower()} | {acc:.4f} |")
     if chosen is None:
         print(f"No setting beats the pipeline without the memory on {args.dev}: none added.")
     else:
-        added = nlp.add_pipe("link_memory", last=True, config={"min_count": chosen[0], "min_share": chosen[1]})
+        added = nlp.add_pipe("link_memory", last=True, config=dict(zip(("min_count", "min_share", "fold_plurals"), chosen)))
         added.counts = memory.counts
-        print(f"link_memory (min_count {added.min_count}, min_share {added.min_share:g}) links "
+        print(f"link_memory (min_count {added.min_count}, min_share {added.min_share:g}, "
+              f"fold_plurals {str(added.fold_plurals).lower()}) links "
               f"{len(added.links):,} texts of {n_mentions:,} mentions from {', '.join(args.from_corpora)}")
     with atomic_path(args.output) as tmp:
         nlp.to_disk(tmp)
@@ -514,7 +515,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--min-count", type=int, default=1, help="times a text must be annotated (default 1)")
     cmd.add_argument("--min-share", type=float, default=0.8,
                      help="share of its annotations its majority id must have, in (0.5, 1] (default 0.8)")
-    cmd.add_argument("--dev", help="choose --min-count and --min-share on this corpus (strict accuracy@1); "
+    cmd.add_argument("--fold-plurals", action="store_true",
+                     help="compare mention texts with plural endings dropped ('cancers' as 'cancer')")
+    cmd.add_argument("--dev", help="choose --min-count, --min-share and --fold-plurals on this corpus (strict accuracy@1); "
                      "its docs are left out of the memory")
     cmd.set_defaults(func=add_memory_command)
 

@@ -412,7 +412,7 @@ def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
     assert main(["add-memory", str(tmp / "pipeline"), str(tmp / "remembered"), "--from", str(tmp / "memory.spacy"),
                  "--min-count", "2"]) == 0
     printed = capsys.readouterr().out
-    assert "link_memory (min_count 2, min_share 0.8) links 3 texts of 8 mentions" in printed
+    assert "link_memory (min_count 2, min_share 0.8, fold_plurals false) links 3 texts of 8 mentions" in printed
     assert "arbo_linker -> link_memory" in printed
     nlp = spacy.load(tmp / "remembered")
     assert nlp.pipe_names == ["arbo_linker", "link_memory"]
@@ -429,7 +429,7 @@ def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
     assert main(["add-memory", str(tmp / "remembered"), str(tmp / "tuned"), "--from", str(tmp / "memory.spacy"),
                  "--dev", str(tmp / "test.spacy")]) == 0
     printed = capsys.readouterr().out
-    assert "without the memory: 0.7500" in printed and "| 1 | 0.8 | 0.7500 |" in printed
+    assert "without the memory: 0.7500" in printed and "| 1 | 0.8 | false | 0.7500 |" in printed
     assert "none added" in printed and spacy.load(tmp / "tuned").pipe_names == ["arbo_linker"]
     # Ids that the pipeline's KB lacks (the corpus was not converted against it).
     assert main(["convert", str(tmp / "memory.txt"), str(tmp / "raw.spacy")]) == 0

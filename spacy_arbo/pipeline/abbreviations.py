@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from typing import Dict, Iterable, Iterator, Tuple
 
 from scispacy.abbreviation import AbbreviationDetector, find_abbreviation
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 

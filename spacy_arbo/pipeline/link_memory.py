@@ -5,7 +5,8 @@ A dense retriever trained for minutes on a CPU does not memorise its training se
 Disease 599 of the 960 test mentions occur verbatim in train, and the retriever misses some
 that train's majority id gets right (BioSyn's protocol gets the same effect from exact
 dictionary matches). The memory sits after the linker (and reranker) and overrides only
-mentions whose text is frequent and unambiguous enough (`min_count`, `min_share`)."""
+mentions whose text is frequent and unambiguous enough (`min_count`, `min_share`), the
+text compared without case, punctuation and, with `fold_plurals`, plural endings."""
 import re
 from collections import Counter
 from pathlib import Path
@@ -27,8 +28,10 @@ from ..util import ArboError, atomic_path, read_json
 from .links import write_kb_id
 
 MEMORY_FILE = "memory.json"
-# Settings `tune_link_memory` tries, the most cautious first (it keeps the first of equals).
-SETTINGS_GRID = [(count, share) for count in (3, 2, 1) for share in (1.0, 0.9, 0.8, 0.7, 0.6)]
+# Settings (min_count, min_share, fold_plurals) `tune_link_memory` tries, the most cautious
+# first (it keeps the first of equals).
+SETTINGS_GRID = [(count, share, fold) for fold in (False, True) for count in (3, 2, 1)
+                 for share in (1.0, 0.9, 0.8, 0.7, 0.6)]
 _NON_WORD = re.compile(r"\W+")
 
 
@@ -37,31 +40,50 @@ def memory_key(text: str) -> str:
     return _NON_WORD.sub(" ", text.lower()).strip()
 
 
-def check_memory_settings(min_count: int, min_share: float) -> None:
+def fold_plurals(key: str) -> str:
+    """`key` (a `memory_key`) with English plural endings dropped from words of 5 letters
+    or more ("hereditary ovarian cancers" -> "hereditary ovarian cancer", "ataxias",
+    "anomalies" -> "anomaly", "abscesses" -> "abscess"); "-ss", "-us", "-is" words are not
+    plurals ("stenosis")."""
+    def singular(word: str) -> str:
+        if len(word) < 5 or not word.endswith("s") or word.endswith(("ss", "us", "is")):
+            return word
+        if word.endswith("sses"):
+            return word[:-2]
+        return word[:-3] + "y" if word.endswith("ies") else word[:-1]
+
+    return " ".join(singular(word) for word in key.split())
+
+
+def check_memory_settings(min_count: int, min_share: float, fold: bool) -> None:
     check_at_least(1, min_count=min_count)
     if isinstance(min_share, bool) or not isinstance(min_share, (int, float)) or not 0.5 < min_share <= 1:
         raise ArboError(f"link_memory: min_share takes a number in (0.5, 1]; got {min_share!r}.")
+    if not isinstance(fold, bool):
+        raise ArboError(f"link_memory: fold_plurals takes true or false; got {fold!r}.")
 
 
 @Language.factory(
     "link_memory",
     assigns=["token.ent_kb_id", "span._.kb_ents"],
-    default_config={"min_count": 1, "min_share": 0.8},
+    default_config={"min_count": 1, "min_share": 0.8, "fold_plurals": False},
 )
-def make_link_memory(nlp: Language, name: str, min_count: int, min_share: float) -> "LinkMemory":
-    return LinkMemory(nlp.vocab, name, min_count=min_count, min_share=min_share)
+def make_link_memory(nlp: Language, name: str, min_count: int, min_share: float, fold_plurals: bool) -> "LinkMemory":
+    return LinkMemory(nlp.vocab, name, min_count=min_count, min_share=min_share, fold_plurals=fold_plurals)
 
 
 class LinkMemory(Pipe):
     """Counts, per normalised mention text, the ids the gold annotates. `initialize` reads
     the training examples' gold mentions (what `spacy train` passes), `add` any gold docs."""
 
-    def __init__(self, vocab: Vocab, name: str = "link_memory", *, min_count: int = 1, min_share: float = 0.8) -> None:
-        check_memory_settings(min_count, min_share)
+    def __init__(self, vocab: Vocab, name: str = "link_memory", *, min_count: int = 1, min_share: float = 0.8,
+                 fold_plurals: bool = False) -> None:
+        check_memory_settings(min_count, min_share, fold_plurals)
         self.vocab = vocab
         self.name = name
         self.min_count = min_count
         self.min_share = min_share
+        self.fold_plurals = fold_plurals
         self.counts: Dict[str, Counter] = {}
         self._links: Optional[Dict[str, Tuple[str, float]]] = None
 
@@ -82,12 +104,19 @@ class LinkMemory(Pipe):
         self._links = None
         return n_mentions
 
+    def _lookup_key(self, key: str) -> str:
+        return fold_plurals(key) if self.fold_plurals else key
+
     @property
     def links(self) -> Dict[str, Tuple[str, float]]:
-        """The texts the memory links, each with its majority id and that id's share."""
+        """The texts the memory links (plurals folded with `fold_plurals`), each with its
+        majority id and that id's share. The counts stay per `memory_key`."""
         if self._links is None:
             self._links = {}
+            grouped: Dict[str, Counter] = {}
             for key, ids in self.counts.items():
+                grouped.setdefault(self._lookup_key(key), Counter()).update(ids)
+            for key, ids in grouped.items():
                 total = sum(ids.values())
                 kb_id, count = ids.most_common(1)[0]
                 if total >= self.min_count and count / total >= self.min_share:
@@ -99,15 +128,15 @@ class LinkMemory(Pipe):
             self.link(ent)
         return doc
 
-    def with_settings(self, min_count: int, min_share: float) -> "LinkMemory":
+    def with_settings(self, min_count: int, min_share: float, fold: bool) -> "LinkMemory":
         """The same counts under other settings."""
-        other = LinkMemory(self.vocab, self.name, min_count=min_count, min_share=min_share)
+        other = LinkMemory(self.vocab, self.name, min_count=min_count, min_share=min_share, fold_plurals=fold)
         other.counts = self.counts
         return other
 
     def link(self, span: Span) -> bool:
         """Link `span` from memory; False when its text is not remembered well enough."""
-        found = self.links.get(memory_key(span.text))
+        found = self.links.get(self._lookup_key(memory_key(span.text)))
         if found is None:
             return False
         kb_id, share = found
@@ -155,11 +184,12 @@ def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:
 
 
 def tune_link_memory(
-    nlp: Language, memory: LinkMemory, dev_docs: List[Doc], grid: Iterable[Tuple[int, float]] = SETTINGS_GRID,
-) -> Tuple[float, List[Tuple[int, float, float]], Optional[Tuple[int, float]]]:
+    nlp: Language, memory: LinkMemory, dev_docs: List[Doc], grid: Iterable[Tuple[int, float, bool]] = SETTINGS_GRID,
+) -> Tuple[float, List[Tuple[int, float, bool, float]], Optional[Tuple[int, float, bool]]]:
     """Strict accuracy@1 of `nlp` on the gold mentions of `dev_docs` without the memory, the
-    rows (min_count, min_share, strict accuracy) with it, and the best setting: None when
-    none beats the pipeline without it. `nlp` links the docs once; each setting relinks copies."""
+    rows (min_count, min_share, fold_plurals, strict accuracy) with it, and the best setting:
+    None when none beats the pipeline without it. `nlp` links the docs once; each setting
+    relinks copies."""
     if not any(ent.kb_id_ for doc in dev_docs for ent in doc.ents):
         raise ArboError("The dev set has no linked gold mentions to choose the link memory's settings on.")
     linked = link_gold_mentions(nlp, dev_docs, exclude=[memory.name])
@@ -169,8 +199,8 @@ def tune_link_memory(
 
     without = strict(linked)
     rows = []
-    for count, share in grid:
-        candidate = memory.with_settings(count, share)
-        rows.append((count, share, strict(candidate(doc.copy()) for doc in linked)))
-    best = max(rows, key=lambda row: row[2], default=None)
-    return without, rows, (best[0], best[1]) if best is not None and best[2] > without else None
+    for count, share, fold in grid:
+        candidate = memory.with_settings(count, share, fold)
+        rows.append((count, share, fold, strict(candidate(doc.copy()) for doc in linked)))
+    best = max(rows, key=lambda row: row[3], default=None)
+    return without, rows, best[:3] if best is not None and best[3] > without else None

@@ -5,7 +5,7 @@ import spacy
 from spacy.training import Example
 
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.pipeline.link_memory import LinkMemory, memory_key, tune_link_memory, unknown_ids
+from spacy_arbo.pipeline.link_memory import LinkMemory, fold_plurals, memory_key, tune_link_memory, unknown_ids
 from spacy_arbo.util import ArboError
 
 from ..conftest import make_doc
@@ -42,6 +42,29 @@ def test_keys_ignore_case_and_punctuation():
     assert memory_key("Sugar-Sickness ") == memory_key("sugar sickness") == "sugar sickness"
 
 
+def test_plural_folding_drops_plural_endings_only():
+    assert fold_plurals("hereditary ovarian cancers") == "hereditary ovarian cancer"
+    assert fold_plurals("limb anomalies spinocerebellar ataxias abscesses") == \
+        "limb anomaly spinocerebellar ataxia abscess"
+    # Not plurals, or too short to tell: left alone.
+    assert fold_plurals("aortic stenosis diffuse sclerosis hypertrophic pylorus aids ms") == \
+        "aortic stenosis diffuse sclerosis hypertrophic pylorus aids ms"
+
+
+def test_folded_plurals_pool_their_counts(nlp):
+    docs = [make_doc(nlp, "Sugar sicknesses here.", [("Sugar sicknesses", DIABETES)]), *train_docs(nlp)]
+    memory = LinkMemory(nlp.vocab, min_count=3)
+    memory.add(docs)
+    # Counted per text as written (memory.json keeps them apart), pooled only when folded.
+    assert memory.counts["sugar sicknesses"] == {DIABETES: 1} and memory.counts["sugar sickness"] == {DIABETES: 2}
+    assert [kb_id for _, kb_id, _ in memory_links(nlp, memory)] == ["", "", "", ""]
+    folded = memory.with_settings(3, 0.8, True)
+    assert folded.links["sugar sickness"] == (DIABETES, 1.0)
+    assert [kb_id for _, kb_id, _ in memory_links(nlp, folded)] == [DIABETES, "", "", ""]
+    with pytest.raises(ArboError, match="fold_plurals takes true or false"):
+        LinkMemory(nlp.vocab, fold_plurals="yes")
+
+
 def test_majority_ids_of_unambiguous_texts_are_written(nlp):
     memory = LinkMemory(nlp.vocab)
     assert memory.add(train_docs(nlp)) == 6
@@ -53,7 +76,7 @@ def test_majority_ids_of_unambiguous_texts_are_written(nlp):
         ("fever and cough", f"{FEVER}|{COUGH}", [(FEVER, 1.0), (COUGH, 1.0)]),
     ]
     # Annotated twice: only "sugar sickness" stays; the rest keep what they had.
-    assert [kb_id for _, kb_id, _ in memory_links(nlp, memory.with_settings(2, 0.8))] == [DIABETES, "", "", ""]
+    assert [kb_id for _, kb_id, _ in memory_links(nlp, memory.with_settings(2, 0.8, False))] == [DIABETES, "", "", ""]
 
 
 def test_initialize_reads_the_gold_of_the_training_examples(nlp):
@@ -124,11 +147,12 @@ def test_tuning_keeps_the_memory_only_when_it_helps_on_dev(toy_kb_dir):
     dev = [make_doc(nlp, "Sugar sickness again.", [("Sugar sickness", DIABETES)])]
     linked = nlp(unlinked(nlp, dev)[0]).ents[0].kb_id_
     assert linked != DIABETES  # "sugar sickness" is no KB name: the toy linker misses it
-    without, rows, best = tune_link_memory(nlp, memory, dev, grid=[(3, 1.0), (2, 1.0)])
-    assert (without, rows, best) == (0.0, [(3, 1.0, 0.0), (2, 1.0, 1.0)], (2, 1.0))
+    without, rows, best = tune_link_memory(nlp, memory, dev, grid=[(3, 1.0, False), (2, 1.0, False), (2, 1.0, True)])
+    assert (without, rows, best) == (0.0, [(3, 1.0, False, 0.0), (2, 1.0, False, 1.0), (2, 1.0, True, 1.0)],
+                                     (2, 1.0, False))
     # A dev set that the memory gets wrong: no setting is kept.
     dev = [make_doc(nlp, "Sugar sickness again.", [("Sugar sickness", linked)])]
-    assert tune_link_memory(nlp, memory, dev, grid=[(1, 0.8)]) == (1.0, [(1, 0.8, 0.0)], None)
+    assert tune_link_memory(nlp, memory, dev, grid=[(1, 0.8, True)]) == (1.0, [(1, 0.8, True, 0.0)], None)
     with pytest.raises(ArboError, match="no linked gold mentions"):
         tune_link_memory(nlp, memory, [nlp.make_doc("No mentions here.")])
 
