@@ -239,7 +239,9 @@ def add_memory_command(args: argparse.Namespace) -> None:
     if chosen is None:
         print(f"No setting beats the pipeline without the memory on {args.dev}: none added.")
     else:
-        added = nlp.add_pipe("link_memory", last=True, config=dict(zip(("min_count", "min_share", "fold_plurals"), chosen)))
+        count, share, fold = chosen
+        added = nlp.add_pipe("link_memory", last=True,
+                             config={"min_count": count, "min_share": share, "fold_plurals": fold})
         added.counts = memory.counts
         print(f"link_memory (min_count {added.min_count}, min_share {added.min_share:g}, "
               f"fold_plurals {str(added.fold_plurals).lower()}) links "
