@@ -1,9 +1,9 @@
 """What a retriever update costs, and what the same wall-clock budget buys: today's
-`configs/retriever_plain.cfg` against cheaper settings, side by side in one process, on NCBI
-Disease train/dev + CTD.
+`configs/retriever_plain.cfg` against cheaper settings and `configs/retriever_frozen.cfg`, side by
+side in one process, on NCBI Disease train/dev + CTD.
 
     python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15] [--target 0.830]
-        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json]
+        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json] [--save DIR]
 
 Each variant trains from the same seed on the same batches for the same training time
 (evaluations and their KB refreshes are not counted), and is scored on dev at each of
@@ -72,6 +72,11 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
                                                   "negatives": "mined", "k": 10, "share_negatives": True}},
     "fgsm_recipe": {**BF16, "objective": {"@losses": "spacy_arbo.fgsm.v1",
                                           "base": {"@losses": "spacy_arbo.hard_negatives.v1"}}},
+    # configs/retriever_frozen.cfg: only the mention tower trains, against the vectors of a separate, frozen
+    # entity tower, with a softmax over the whole KB; or with DEER's hard negatives scored against them.
+    "frozen_entities_kb_softmax": {"config": "retriever_frozen.cfg"},
+    "frozen_entities": {"config": "retriever_frozen.cfg", "objective": {"@losses": "spacy_arbo.hard_negatives.v1",
+                                                                        "entity_cache": "all"}},
 }
 
 
@@ -91,10 +96,12 @@ def prepare(data: Path, work: Path) -> Dict[str, Path]:
 
 
 def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], budgets: List[float],
-                seed: int, target: Optional[float] = None, encoder: Optional[str] = None) -> Dict[str, Any]:
+                seed: int, target: Optional[float] = None, encoder: Optional[str] = None,
+                save: Optional[Path] = None) -> Dict[str, Any]:
     overrides = dict(overrides)
     objective = overrides.pop("objective", None)
-    config = load_config(ROOT / "configs" / "retriever_plain.cfg", overrides={
+    config_name = overrides.pop("config", "retriever_plain.cfg")
+    config = load_config(ROOT / "configs" / config_name, overrides={
         "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]), "paths.kb": str(paths["kb"]),
         "system.seed": seed, "training.seed": seed, "paths.encoder": encoder, **overrides,
     })
@@ -140,8 +147,12 @@ def run_variant(name: str, overrides: Dict[str, Any], paths: Dict[str, Path], bu
                     pending = []
                 if not pending:
                     break
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        nlp.to_disk(save / name)
     return {
-        "variant": name, "overrides": {**overrides, "objective": objective} if objective else overrides,
+        "variant": name, "config": config_name,
+        "overrides": {**overrides, "objective": objective} if objective else overrides,
         "updates": updates, "train_seconds": trained,
         "seconds_per_update": trained / updates, "mention_updates_per_second": mentions / trained,
         "kb_texts_per_second": sum(refresh_texts) / sum(refresh_seconds) if refresh_seconds else None,
@@ -163,13 +174,14 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=None,
                         help="stop a variant once its dev recall@1 reaches this (today's: 0.830)")
     parser.add_argument("--output", default="bench_train_cost.json")
+    parser.add_argument("--save", default=None, help="write each variant's trained pipeline to SAVE/VARIANT")
     args = parser.parse_args()
     paths = prepare(Path(args.data), Path(args.work))
     rows = []
     for name in args.variants:
         print(f"{name}: training for {max(args.eval_minutes):g} minutes", flush=True)
         rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed, args.target,
-                                args.encoder))
+                                args.encoder, None if args.save is None else Path(args.save)))
     base = next((row for row in rows if row["variant"] == "today"), rows[0])
     print(f"\n| variant | s/update | mention-updates/s | KB texts/s | minutes to R@1 {args.target or '-'} | "
           + " | ".join(f"R@1 / R@64 at {m:g} min" for m in sorted(args.eval_minutes)) + " |")

@@ -90,11 +90,14 @@ class DualEncoder(nn.Module):
     def score(self, mentions: torch.Tensor, entities: torch.Tensor) -> torch.Tensor:
         return self.scale * mentions @ entities.T
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, entities_only: bool = False) -> str:
         """Identifies the exact weights, so vectors and indexes made by another encoder
-        (or by this one before training) are recognised as stale."""
+        (or by this one before training) are recognised as stale. `entities_only`: the
+        weights entity vectors depend on, so an index outlives updates of a separate mention
+        tower while the entity tower is frozen (with shared towers, every weight)."""
         digest = hashlib.sha1(self.similarity.encode("utf8"))
-        for name, tensor in sorted(self.state_dict().items()):
+        weights = self.entity_tower.state_dict() if entities_only and not self.shared else self.state_dict()
+        for name, tensor in sorted(weights.items()):
             digest.update(name.encode("utf8"))
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()[:16]

@@ -233,19 +233,19 @@ class ArboLinker(ConfiguredPipe):
         module.set_precision(resolve_precision(self.settings.precision, module.device))
         return module
 
-    def _encoder_fingerprint(self) -> str:
-        return self._encoder().fingerprint()
+    def _encoder_fingerprint(self, entities_only: bool = False) -> str:
+        return self._encoder().fingerprint(entities_only)
 
     def index_fingerprint(self) -> str:
-        """What the entity vectors depend on (weights, KB, entity texts): equal for two
-        linkers that encode the same vectors."""
-        return self._require_retriever().fingerprint(self._encoder_fingerprint())
+        """What the entity vectors depend on (entity-side weights, KB, entity texts): equal
+        for two linkers that encode the same vectors."""
+        return self._require_retriever().fingerprint(self._encoder_fingerprint(entities_only=True))
 
     def refresh_index(self, progress: bool = True, vectors: Optional[np.ndarray] = None) -> None:
         """Re-encode every entity with the current weights and rebuild the index; or index
         `vectors` of `retriever.entity_texts()` encoded elsewhere (`encode_entities_on_ray`)."""
         retriever = self._require_retriever()
-        retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint(),
+        retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint(True),
                           vectors=vectors)
         self._stale = False
 
@@ -260,14 +260,22 @@ class ArboLinker(ConfiguredPipe):
         self.ensure_fresh()  # an index behind the weights is rebuilt first, then updated
         update = plan_update(retriever.kb, add, remove)
         kb = updated_store(retriever.kb, update, add, store_dir)
-        retriever.apply_update(kb, update, self.encode_entities, self._encoder_fingerprint())
+        retriever.apply_update(kb, update, self.encode_entities, self._encoder_fingerprint(True))
         if len(self.corpus):
             self.corpus = self.corpus.remapped(update.row_map)
         return update
 
+    def _recheck_stale(self) -> None:
+        """After updates, the index is still current when they left the entity-side weights
+        alone (a frozen, separate entity tower): then nothing is re-encoded."""
+        if (self._stale and self.retriever is not None and self.retriever.dense is not None and is_built(self.model)
+                and self.retriever.is_current(self._encoder_fingerprint(True))):
+            self._stale = False
+
     def ensure_fresh(self) -> None:
-        """Entity vectors go stale with every optimizer step: re-encode before they are used."""
+        """Entity vectors go stale with optimizer steps on the entity side: re-encode before they are used."""
         retriever = self._require_retriever()
+        self._recheck_stale()
         if self.settings.uses_dense and (self._stale or retriever.dense is None):
             self.refresh_index()
         if self.settings.uses_dense and not retriever.dictionary_is_encoded:
@@ -285,7 +293,7 @@ class ArboLinker(ConfiguredPipe):
         retriever = self._require_retriever()
         kb_dir = retriever.kb.path
         if self.settings.uses_dense:
-            if kb_dir and retriever.load_prebuilt(kb_dir, self._encoder_fingerprint()):
+            if kb_dir and retriever.load_prebuilt(kb_dir, self._encoder_fingerprint(True)):
                 self._stale = False
             else:
                 self.refresh_index()
@@ -581,6 +589,7 @@ class ArboLinker(ConfiguredPipe):
     # the transductive anchors.
 
     def _index_is_current(self) -> bool:
+        self._recheck_stale()
         if self._stale and self.retriever is not None and self.retriever.dense is not None:
             logger.warning("%s: the entity index lags the weights and is not saved; it is re-encoded "
                            "when the saved pipeline is first used.", self.name)
@@ -665,7 +674,7 @@ class ArboLinker(ConfiguredPipe):
     def _after_load(self) -> None:
         """A loaded dense index or anchor vectors that other weights (or, for the index, other
         entity texts) made are re-encoded on first use (e.g. after `spacy.load(path,
-        config={... index_aliases: true})`). The weights are hashed once for both checks."""
+        config={... index_aliases: true})`)."""
         retriever = self.retriever
         if retriever is None:  # the KB was excluded
             return
@@ -673,11 +682,10 @@ class ArboLinker(ConfiguredPipe):
         if not (self.settings.uses_dense or is_built(self.model)):
             self._stale = False
             return
-        encoder = self._encoder_fingerprint()
         if len(self.corpus):
-            current = self.corpus.vectors_fingerprint == encoder
+            current = self.corpus.vectors_fingerprint == self._encoder_fingerprint()
             self._corpus_encoded_at = self._updates if current else None
-        self._stale = self.settings.uses_dense and not retriever.is_current(encoder)
+        self._stale = self.settings.uses_dense and not retriever.is_current(self._encoder_fingerprint(True))
         if self._stale and retriever.dense is not None:
             logger.info("%s: the saved entity index does not match the settings or weights; it is "
                         "re-encoded on first use.", self.name)

@@ -202,6 +202,25 @@ class HardNegatives(EntityEdges):
         return softmax + losses.logistic_hard_negatives(positive, negative, mask, a_h, b_h)
 
 
+class KBSoftmax(Objective):
+    """DEER eq. 2-3 with every KB entity in the softmax instead of the batch's gold ones,
+    scored against the entity vectors of the last refresh, so only the mention side gets a
+    gradient. Exact with a separate, frozen entity tower (`frozen_layers` = all of them):
+    its vectors never go stale, an update encodes mentions only, and every wrong entity
+    is a negative for the cost of one (mentions x entities) product."""
+
+    uses_index = True
+    entity_cache = "all"
+
+    def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
+        mentions = state.module.embed_mentions(batch.mentions)
+        vectors = state.retriever.entity_vectors
+        if vectors is None:
+            raise ArboError("kb_softmax needs the entity vectors of a refresh; none was made.")
+        entities = torch.as_tensor(vectors, device=mentions.device, dtype=mentions.dtype)
+        return losses.in_batch_softmax(state.module.score(mentions, entities), torch.as_tensor(batch.gold_rows))
+
+
 @dataclass
 class Arborescence(Objective):
     """ArboEL 2.3: each mention's positive is its incoming edge in the minimum spanning
@@ -404,6 +423,11 @@ def make_in_batch() -> Objective:
 @registry.losses("spacy_arbo.hard_negatives.v1")
 def make_hard_negatives(k: int = 10, max_negatives: int = 16, entity_cache: str = "none") -> Objective:
     return HardNegatives(k=k, max_negatives=max_negatives, entity_cache=entity_cache)
+
+
+@registry.losses("spacy_arbo.kb_softmax.v1")
+def make_kb_softmax() -> Objective:
+    return KBSoftmax()
 
 
 @registry.losses("spacy_arbo.arborescence.v1")

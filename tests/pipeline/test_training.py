@@ -30,6 +30,7 @@ OBJECTIVES = {
     "hard_negatives_cached": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "entity_cache": "negatives"},
     "hard_negatives_cached_all": {"@losses": "spacy_arbo.hard_negatives.v1", "k": 4, "entity_cache": "all"},
     "proxy_mixed_cached": {"@losses": "spacy_arbo.proxy.v1", "negatives": "mixed", "k": 4, "entity_cache": "negatives"},
+    "kb_softmax": {"@losses": "spacy_arbo.kb_softmax.v1"},
 }
 
 
@@ -462,6 +463,71 @@ def test_frozen_layers_beyond_the_encoder_are_an_error(toy_kb_dir, tiny_bert_dir
         "@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "frozen_layers": 3}}
     with pytest.raises(ArboError, match=r"frozen_layers must be in \[0, 2\]"):
         train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=0, model=model)
+
+
+def frozen_entity_tower_model(tiny_bert_dir):
+    """A trainable tiny-BERT mention tower beside a separate one with both layers frozen."""
+    tower = {"@architectures": "spacy_arbo.TransformerTower.v1", "name": str(tiny_bert_dir), "max_length": 32}
+    return {"@architectures": "spacy_arbo.DualEncoder.v1", "mention_tower": tower,
+            "entity_tower": {**tower, "use_markers": False, "frozen_layers": 2}}
+
+
+def test_a_frozen_entity_tower_keeps_its_index_through_training(tmp_path, toy_kb_dir, tiny_bert_dir, monkeypatch):
+    """Only the mention side learns, so the index of initialization stays current: no
+    refresh re-encodes the KB, the index is saved, and the loaded pipeline links alike."""
+    from spacy_arbo.retrieval.retriever import EntityRetriever
+    from spacy_arbo.torch_model import get_module
+
+    model = frozen_entity_tower_model(tiny_bert_dir)
+    start, _, _ = train_toy(toy_kb_dir, OBJECTIVES["kb_softmax"], steps=0, model=model, refresh_every=5)
+    encoder = get_module(start.get_pipe("arbo_linker").model)
+    before = (encoder.fingerprint(), encoder.fingerprint(entities_only=True))
+    refreshes = []
+    original = EntityRetriever.refresh
+    monkeypatch.setattr(EntityRetriever, "refresh", lambda self, *a, **k: refreshes.append(1) or original(self, *a, **k))
+    nlp, gold, losses = train_toy(toy_kb_dir, OBJECTIVES["kb_softmax"], steps=20, model=model, refresh_every=5)
+    assert len(refreshes) == 1  # the index of initialization, never re-encoded
+    encoder = get_module(nlp.get_pipe("arbo_linker").model)
+    assert encoder.fingerprint() != before[0] and encoder.fingerprint(entities_only=True) == before[1]
+    assert losses[-1] < losses[0] / 2
+    nlp.to_disk(tmp_path / "pipeline")
+    assert (tmp_path / "pipeline" / "arbo_linker" / "indexes" / "index").is_dir()
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert links(loaded.pipe(unlinked(loaded, gold))) == links(nlp.pipe(unlinked(nlp, gold)))
+    assert len(refreshes) == 1  # the loaded index matched the loaded entity tower
+
+
+def test_with_shared_towers_the_entity_fingerprint_covers_every_weight(toy_kb_dir):
+    from spacy_arbo.torch_model import get_module
+
+    nlp, _, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=0)
+    encoder = get_module(nlp.get_pipe("arbo_linker").model)
+    assert encoder.shared and encoder.fingerprint(entities_only=True) == encoder.fingerprint()
+
+
+def test_kb_softmax_is_a_softmax_over_every_entity_vector(toy_kb_dir, tiny_bert_dir):
+    import numpy as np
+    import torch
+
+    from spacy_arbo.torch_model import get_module
+    from spacy_arbo.training.mentions import TrainingBatch
+    from spacy_arbo.training.objectives import KBSoftmax, TrainingState
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["kb_softmax"], steps=0, model=frozen_entity_tower_model(tiny_bert_dir))
+    linker = nlp.get_pipe("arbo_linker")
+    module = get_module(linker.model).eval()
+    spans = [e for d in gold for e in d.ents]
+    rows = np.array([linker.kb.row(e.kb_id_) for e in spans])
+    batch = TrainingBatch(linker.mention_inputs(spans), rows, np.full(len(spans), -1))
+    loss = KBSoftmax()(TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0)), batch)
+    with torch.no_grad():
+        mentions = module.embed_mentions(batch.mentions)
+        entities = module.embed_entities(linker.retriever.entity_inputs())
+        expected = torch.nn.functional.cross_entropy(module.scale * mentions @ entities.T, torch.as_tensor(rows))
+    assert entities.shape[0] == len(linker.kb) == 6
+    torch.testing.assert_close(loss, expected, rtol=1e-4, atol=1e-5)
+    loss.backward()
+    assert all(p.grad is None for p in module.entity_tower.parameters())
 
 
 def test_export_encoder_warm_starts_a_tower_that_encodes_alike(tmp_path, toy_kb_dir, tiny_bert_dir, capsys):
