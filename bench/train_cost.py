@@ -73,10 +73,8 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "fgsm_recipe": {**BF16, "objective": {"@losses": "spacy_arbo.fgsm.v1",
                                           "base": {"@losses": "spacy_arbo.hard_negatives.v1"}}},
     # configs/retriever_frozen.cfg: only the mention tower trains, against the vectors of a separate, frozen
-    # entity tower, with a softmax over the whole KB; or with DEER's hard negatives scored against them.
+    # entity tower, with a softmax over the whole KB.
     "frozen_entities_kb_softmax": {"config": "retriever_frozen.cfg"},
-    "frozen_entities": {"config": "retriever_frozen.cfg", "objective": {"@losses": "spacy_arbo.hard_negatives.v1",
-                                                                        "entity_cache": "all"}},
 }
 
 
