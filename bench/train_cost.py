@@ -172,14 +172,14 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=None,
                         help="stop a variant once its dev recall@1 reaches this (today's: 0.830)")
     parser.add_argument("--output", default="bench_train_cost.json")
-    parser.add_argument("--save", default=None, help="write each variant's trained pipeline to SAVE/VARIANT")
+    parser.add_argument("--save", type=Path, default=None, help="write each variant's trained pipeline to SAVE/VARIANT")
     args = parser.parse_args()
     paths = prepare(Path(args.data), Path(args.work))
     rows = []
     for name in args.variants:
         print(f"{name}: training for {max(args.eval_minutes):g} minutes", flush=True)
         rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed, args.target,
-                                args.encoder, None if args.save is None else Path(args.save)))
+                                args.encoder, args.save))
     base = next((row for row in rows if row["variant"] == "today"), rows[0])
     print(f"\n| variant | s/update | mention-updates/s | KB texts/s | minutes to R@1 {args.target or '-'} | "
           + " | ".join(f"R@1 / R@64 at {m:g} min" for m in sorted(args.eval_minutes)) + " |")
