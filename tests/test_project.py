@@ -35,7 +35,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
             f"python -m spacy_arbo convert-corpus {corpus} assets corpus/{corpus} --kb kb"]
         assert commands["convert"]["outputs"] == [f"corpus/{corpus}/{s}.spacy" for s in ("train", "dev", "test")]
         assert commands["train-retriever"]["script"][0].startswith(
-            f"python -m spacy train configs/retriever_plain.cfg --output training/{corpus}/retriever "
+            f"python -m spacy train configs/retriever_frozen.cfg --output training/{corpus}/retriever "
             f"--paths.train corpus/{corpus}/train.spacy --paths.dev corpus/{corpus}/dev.spacy --paths.kb kb ")
         assert commands["evaluate-reranker"]["script"] == [
             f"python -m spacy_arbo evaluate training/{corpus}/reranker/model-best corpus/{corpus}/test.spacy "
@@ -56,7 +56,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
 
 
 def test_tower_variable_selects_the_retriever_config(tmp_path):
-    for tower in ("plain", "graph"):
+    for tower in ("frozen", "plain", "graph"):
         command = project_config(tmp_path, tower=tower)["train-retriever"]
         assert command["script"][0].startswith(f"python -m spacy train configs/retriever_{tower}.cfg ")
         assert f"configs/retriever_{tower}.cfg" in command["deps"] and (ROOT / command["deps"][0]).exists()
