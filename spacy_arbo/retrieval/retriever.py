@@ -99,8 +99,11 @@ class EntityRetriever:
         self.dense: Optional[FaissIndex] = None
         self.tfidf: Optional[TfidfAliasIndex] = None
         # One vector per entity (its name text) from the last refresh, for training objectives
-        # that score negatives without encoding them.
+        # that score negatives without encoding them; every text's vector (with
+        # `index_aliases`, the aliases' after the names) and the entity row that owns it.
         self.entity_vectors: Optional[np.ndarray] = None
+        self.text_vectors: Optional[np.ndarray] = None
+        self.text_owners: Optional[np.ndarray] = None
         self._entity_inputs: Optional[List[EntityInput]] = None
         self._alias_pairs: Optional[List[Tuple[str, int]]] = None
         # Extra names of entities (corpus mentions: BioSyn's dictionary augmentation), in an
@@ -115,7 +118,7 @@ class EntityRetriever:
         self.settings = settings
         if texts_changed:
             self._entity_inputs = None
-            self.entity_vectors = None
+            self.entity_vectors = self.text_vectors = None
         return texts_changed
 
     # Entity texts and vectors ---------------------------------------------------------
@@ -165,6 +168,7 @@ class EntityRetriever:
             vectors = encode(inputs)
         elif vectors.shape[0] != len(inputs):
             raise ArboError(f"Got {vectors.shape[0]:,} entity vectors for {len(inputs):,} entity texts.")
+        self.text_vectors, self.text_owners = vectors, owners
         self.entity_vectors = vectors[: len(self.kb)]
         self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
@@ -188,7 +192,7 @@ class EntityRetriever:
         except BaseException:
             self.kb = old_kb
             raise
-        self._entity_inputs = self._alias_pairs = self.entity_vectors = None
+        self._entity_inputs = self._alias_pairs = self.entity_vectors = self.text_vectors = None
         if self.tfidf is not None:
             self.tfidf = TfidfAliasIndex.build(kb)
         if self.dense is not None:

@@ -81,6 +81,22 @@ def in_batch_softmax(scores: Tensor, targets: Tensor) -> Tensor:
     return F.cross_entropy(scores, targets)
 
 
+def positive_set_softmax(scores: Tensor, positive: Tensor) -> Tensor:
+    """DEER eq. 2 when a mention's gold entity owns several columns (its name and each alias
+    vector): the softmax probability of the whole set, mean over the batch,
+
+        L(m_i) = -log sum_{j in P_i} exp(f(m_i, e_j)) + log sum_j exp(f(m_i, e_j)),
+
+    which is `in_batch_softmax` when each P_i is one column. Rows with an empty P_i are left
+    out: their gold entity has no vector to be scored against.
+    """
+    _check("scores", scores, 2)
+    _check_mask("positive", positive, scores)
+    rows = positive.any(dim=1)
+    per_row = torch.logsumexp(scores, dim=1) - torch.logsumexp(_masked(scores, positive), dim=1)
+    return _mean(per_row[rows], rows.sum())
+
+
 def logistic_hard_negatives(
     pos_scores: Tensor, neg_scores: Tensor, neg_mask: Tensor, a_h: Scalar, b_h: Scalar
 ) -> Tensor:

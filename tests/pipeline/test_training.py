@@ -505,7 +505,9 @@ def test_with_shared_towers_the_entity_fingerprint_covers_every_weight(toy_kb_di
     assert encoder.shared and encoder.fingerprint(entities_only=True) == encoder.fingerprint()
 
 
-def test_kb_softmax_is_a_softmax_over_every_entity_vector(toy_kb_dir, tiny_bert_dir):
+@pytest.mark.parametrize("index_aliases", [False, True])
+def test_kb_softmax_is_a_softmax_over_every_entity_vector(toy_kb_dir, tiny_bert_dir, index_aliases):
+    """Over names, a cross-entropy; with alias vectors, the gold entity's texts share its probability."""
     import numpy as np
     import torch
 
@@ -513,18 +515,25 @@ def test_kb_softmax_is_a_softmax_over_every_entity_vector(toy_kb_dir, tiny_bert_
     from spacy_arbo.training.mentions import TrainingBatch
     from spacy_arbo.training.objectives import KBSoftmax, TrainingState
 
-    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["kb_softmax"], steps=0, model=frozen_entity_tower_model(tiny_bert_dir))
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["kb_softmax"], steps=0, model=frozen_entity_tower_model(tiny_bert_dir),
+                             index_aliases=index_aliases)
     linker = nlp.get_pipe("arbo_linker")
     module = get_module(linker.model).eval()
     spans = [e for d in gold for e in d.ents]
     rows = np.array([linker.kb.row(e.kb_id_) for e in spans])
     batch = TrainingBatch(linker.mention_inputs(spans), rows, np.full(len(spans), -1))
     loss = KBSoftmax()(TrainingState(module, linker.retriever, linker.corpus, np.random.default_rng(0)), batch)
+    texts, owners = linker.retriever.entity_texts()
     with torch.no_grad():
         mentions = module.embed_mentions(batch.mentions)
-        entities = module.embed_entities(linker.retriever.entity_inputs())
-        expected = torch.nn.functional.cross_entropy(module.scale * mentions @ entities.T, torch.as_tensor(rows))
-    assert entities.shape[0] == len(linker.kb) == 6
+        log_p = torch.log_softmax(module.scale * mentions @ module.embed_entities(texts).T, dim=1)
+        expected = -torch.stack([log_p[i, owners == row].logsumexp(0) for i, row in enumerate(rows)]).mean()
+    n_aliases = sum(len(linker.kb.entity_at(row).aliases) for row in range(len(linker.kb)))
+    assert len(texts) == len(linker.retriever.text_vectors) == 6 + (n_aliases if index_aliases else 0)
+    assert (n_aliases > 0 and len(set(rows)) > 1) or not index_aliases
+    if not index_aliases:
+        expected_ce = torch.nn.functional.cross_entropy(log_p, torch.as_tensor(rows))
+        torch.testing.assert_close(expected, expected_ce, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(loss, expected, rtol=1e-4, atol=1e-5)
     loss.backward()
     assert all(p.grad is None for p in module.entity_tower.parameters())

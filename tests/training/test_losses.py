@@ -11,6 +11,7 @@ from spacy_arbo.training.losses import (
     in_batch_softmax,
     logistic_hard_negatives,
     masked_log_softmax,
+    positive_set_softmax,
     proxy_loss,
 )
 from spacy_arbo.util import ArboError
@@ -45,6 +46,16 @@ def test_in_batch_softmax_scale_is_the_callers():
     row0 = -5.0 + log(exp(5.0) + exp(1.0))
     row1 = -4.0 + log(exp(2.0) + exp(4.0))
     assert_close(in_batch_softmax(a * cosines, torch.tensor([0, 1])), torch.tensor((row0 + row1) / 2))
+
+
+def test_positive_set_softmax_by_hand():
+    """A row's positives share one probability; a row without positives is left out."""
+    scores = tensor([[2.0, 0.0, 1.0], [0.5, 1.5, -1.0], [3.0, 1.0, 0.0]])
+    positive = mask([[T, F, T], [F, T, F], [F, F, F]])
+    row0 = -log(exp(2.0) + exp(1.0)) + log(exp(2.0) + exp(0.0) + exp(1.0))
+    row1 = -1.5 + log(exp(0.5) + exp(1.5) + exp(-1.0))
+    assert_close(positive_set_softmax(scores, positive), torch.tensor((row0 + row1) / 2))
+    assert_close(positive_set_softmax(scores[1:2], positive[1:2]), in_batch_softmax(scores[1:2], torch.tensor([1])))
 
 
 def test_logistic_hard_negatives_by_hand():
