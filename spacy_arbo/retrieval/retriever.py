@@ -98,10 +98,9 @@ class EntityRetriever:
         self.settings = settings
         self.dense: Optional[FaissIndex] = None
         self.tfidf: Optional[TfidfAliasIndex] = None
-        # One vector per entity (its name text) from the last refresh, for training objectives
-        # that score negatives without encoding them; every text's vector (with
-        # `index_aliases`, the aliases' after the names) and the entity row that owns it.
-        self.entity_vectors: Optional[np.ndarray] = None
+        # Every entity text's vector from the last refresh (names first, then with
+        # `index_aliases` the aliases') and the entity row that owns it, for training
+        # objectives that score entities without encoding them.
         self.text_vectors: Optional[np.ndarray] = None
         self.text_owners: Optional[np.ndarray] = None
         self._entity_inputs: Optional[List[EntityInput]] = None
@@ -118,10 +117,15 @@ class EntityRetriever:
         self.settings = settings
         if texts_changed:
             self._entity_inputs = None
-            self.entity_vectors = self.text_vectors = None
+            self.text_vectors = self.text_owners = None
         return texts_changed
 
     # Entity texts and vectors ---------------------------------------------------------
+
+    @property
+    def entity_vectors(self) -> Optional[np.ndarray]:
+        """One vector per entity (its name text) from the last refresh."""
+        return None if self.text_vectors is None else self.text_vectors[: len(self.kb)]
 
     def entity_inputs(self) -> List[EntityInput]:
         """One text per entity (row order): what training embeds for gold and negatives."""
@@ -169,7 +173,6 @@ class EntityRetriever:
         elif vectors.shape[0] != len(inputs):
             raise ArboError(f"Got {vectors.shape[0]:,} entity vectors for {len(inputs):,} entity texts.")
         self.text_vectors, self.text_owners = vectors, owners
-        self.entity_vectors = vectors[: len(self.kb)]
         self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
         logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)
@@ -192,7 +195,7 @@ class EntityRetriever:
         except BaseException:
             self.kb = old_kb
             raise
-        self._entity_inputs = self._alias_pairs = self.entity_vectors = self.text_vectors = None
+        self._entity_inputs = self._alias_pairs = self.text_vectors = self.text_owners = None
         if self.tfidf is not None:
             self.tfidf = TfidfAliasIndex.build(kb)
         if self.dense is not None:
