@@ -318,6 +318,36 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     print(f"Wrote {output} with threshold = {best}")
 
 
+# What `select-pipeline` may choose by: link F (what a NIL threshold is tuned for) or accuracy@1.
+SELECTION_METRICS = ("nel_micro_f", "accuracy_strict", "accuracy")
+
+
+def select_pipeline_command(args: argparse.Namespace) -> None:
+    """Copy whichever of several pipelines scores best on dev: a reranker earns its place in
+    the final pipeline only by beating the retriever there."""
+    import shutil
+
+    from .corpora import read_docbin
+    from .evaluation import evaluate_linking
+
+    if len(set(args.pipelines)) < 2:
+        raise ArboError(f"select-pipeline compares two or more distinct pipelines; got {', '.join(args.pipelines)}.")
+    scores: Dict[str, float] = {}
+    print("| pipeline | nel_micro_f | accuracy_strict | accuracy | mentions/s |\n|---|---:|---:|---:|---:|")
+    for path in args.pipelines:
+        nlp = load_pipeline(path)
+        metrics = evaluate_linking(nlp, read_docbin(args.dev, nlp.vocab))
+        if metrics[args.metric] is None:
+            raise ArboError(f"{args.dev} has no gold mentions to score {args.metric} on.")
+        scores[path] = metrics[args.metric]
+        print(f"| {path} | {metrics['nel_micro_f']:.4f} | {metrics['accuracy_strict']:.4f} | "
+              f"{metrics['accuracy']:.4f} | {metrics['mentions_per_second'] or 0:.0f} |")
+    best = max(args.pipelines, key=scores.__getitem__)  # the first of equals
+    with atomic_path(args.output) as tmp:
+        shutil.copytree(best, tmp)
+    print(f"Wrote {args.output}: {best} ({args.metric} {scores[best]:.4f} on {args.dev})")
+
+
 def evaluate_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
     from .evaluation import BIOSYN_KEYS, evaluate_end_to_end, evaluate_linking, gold_id_set
@@ -560,6 +590,14 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("dev", help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
     cmd.set_defaults(func=tune_threshold_command)
+
+    cmd = commands.add_parser("select-pipeline", help="copy the pipeline that scores best on a dev set")
+    cmd.add_argument("pipelines", nargs="+", help="two or more pipelines; of equal scores the first listed wins")
+    cmd.add_argument("--dev", required=True, help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--metric", default="nel_micro_f", choices=SELECTION_METRICS,
+                     help="link F (default; rewards a NIL threshold), strict or any-id accuracy@1")
+    cmd.add_argument("--output", required=True, help="where to copy the chosen pipeline")
+    cmd.set_defaults(func=select_pipeline_command)
 
     cmd = commands.add_parser("evaluate", help="link the gold mentions of a .spacy file and score them")
     cmd.add_argument("pipeline")

@@ -401,16 +401,21 @@ def test_compare_runs_sums_the_clocks_of_stages_and_scores_dev_and_test(linked, 
     assert "NAME=DIR" in capsys.readouterr().err
 
 
-def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
-    import spacy
-
-    tmp = linked
-    # Another abstract (PMID 2) that annotates "cough" as fever, twice.
+def add_misleading_memory(tmp):
+    """`pipeline` plus a link memory (`remembered`) of two abstracts that annotate "cough" as
+    fever: on test.spacy it makes "cough" wrong and the NIL "pyrexia" right."""
     wrong = PUBTATOR.replace("1|", "2|").replace("1\t", "2\t").replace("cough\tDisease\tD003371", "cough\tDisease\tD005334")
     (tmp / "memory.txt").write_text(wrong + wrong.replace("2|", "3|").replace("2\t", "3\t"))
     assert main(["convert", str(tmp / "memory.txt"), str(tmp / "memory.spacy"), "--kb", str(tmp / "kb")]) == 0
     assert main(["add-memory", str(tmp / "pipeline"), str(tmp / "remembered"), "--from", str(tmp / "memory.spacy"),
                  "--min-count", "2"]) == 0
+
+
+def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
+    import spacy
+
+    tmp = linked
+    add_misleading_memory(tmp)
     printed = capsys.readouterr().out
     assert "link_memory (min_count 2, min_share 0.8, fold_plurals false) links 3 texts of 8 mentions" in printed
     assert "arbo_linker -> link_memory" in printed
@@ -435,3 +440,22 @@ def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
     assert main(["convert", str(tmp / "memory.txt"), str(tmp / "raw.spacy")]) == 0
     assert main(["add-memory", str(tmp / "pipeline"), str(tmp / "bad"), "--from", str(tmp / "raw.spacy")]) == 1
     assert "gold ids are not in arbo_linker's KB" in capsys.readouterr().err
+
+
+def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
+    import spacy
+
+    tmp = linked
+    add_misleading_memory(tmp)
+    candidates, dev, out = [str(tmp / "remembered"), str(tmp / "pipeline")], str(tmp / "test.spacy"), tmp / "final"
+    # Link F: 3 right of 4 links (F 6/7) without the memory, 2 right of 3 (F 2/3) with it.
+    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"| {tmp / 'pipeline'} | 0.8571 | 0.7500 |" in printed and f"| {tmp / 'remembered'} | 0.6667 | 0.7500 |" in printed
+    assert spacy.load(out).pipe_names == ["arbo_linker"]
+    # Strict accuracy ties at 3 of 4: the first listed wins, and replaces the earlier choice.
+    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--metric", "accuracy_strict"]) == 0
+    assert f"Wrote {out}: {tmp / 'remembered'} (accuracy_strict 0.7500" in capsys.readouterr().out
+    assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
+    assert main(["select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
+    assert "two or more distinct pipelines" in capsys.readouterr().err
