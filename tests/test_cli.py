@@ -459,3 +459,11 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
     assert main(["select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
     assert "two or more distinct pipelines" in capsys.readouterr().err
+    from spacy.tokens import DocBin
+
+    DocBin().to_disk(tmp / "empty.spacy")
+    for metric in ("nel_micro_f", "accuracy_strict"):
+        assert main(["select-pipeline", *candidates, "--dev", str(tmp / "empty.spacy"), "--output", str(out),
+                     "--metric", metric]) == 1
+        assert f"{tmp / 'empty.spacy'} has no gold mentions" in capsys.readouterr().err
+    assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]  # the earlier choice is kept
