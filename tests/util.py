@@ -41,9 +41,9 @@ def links(docs):
     return [[(e.text, e.kb_id_, e._.kb_candidates) for e in doc.ents] for doc in docs]
 
 
-def cross_encoder(path, max_length=128, pair_attention="full"):
+def cross_encoder(path, max_length=128, pair_attention="full", **settings):
     return {"@architectures": "spacy_arbo.CrossEncoder.v1", "name": str(path), "max_length": max_length,
-            "pair_attention": pair_attention}
+            "pair_attention": pair_attention, **settings}
 
 
 def make_reranker_nlp(tiny_bert_dir, kb, model=None, **cfg):

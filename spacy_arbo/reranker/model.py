@@ -2,7 +2,7 @@
 pair's [MASK] token (paper eq. 3, 6, 8); and the thinc architecture wrapping it."""
 import io
 from functools import partial
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import srsly
 import torch
@@ -11,7 +11,7 @@ from thinc.api import ArgsKwargs, Model, torch2xp, xp2torch
 from thinc.types import Floats2d
 from torch import nn
 
-from ..encoders.transformer import TransformerTower
+from ..encoders.transformer import TransformerTower, check_attention_dropout
 from ..torch_model import get_module, lazy_torch_model
 from ..util import ArboError
 from .packing import CONTEXT, GLOBAL, Pass, Specials
@@ -47,8 +47,11 @@ class CrossEncoder(nn.Module):
         self.head = nn.Linear(backbone.dim, 2)
 
     @classmethod
-    def from_pretrained(cls, name: str, max_length: int, pair_attention: str) -> "CrossEncoder":
-        backbone = TransformerTower.from_pretrained(name, pooling="cls", max_length=max_length, use_markers=False)
+    def from_pretrained(
+        cls, name: str, max_length: int, pair_attention: str, attention_dropout: Optional[float] = None
+    ) -> "CrossEncoder":
+        backbone = TransformerTower.from_pretrained(name, pooling="cls", max_length=max_length, use_markers=False,
+                                                    attention_dropout=attention_dropout)
         tokenizer, encoder = backbone.tokenizer, backbone.encoder
         if tokenizer.mask_token_id is None:
             n_old = len(tokenizer)
@@ -121,18 +124,23 @@ class CrossEncoder(nn.Module):
 
 
 @registry.architectures("spacy_arbo.CrossEncoder.v1")
-def build_cross_encoder(name: str, max_length: int = 512, pair_attention: str = "full") -> Model[List[Pass], Floats2d]:
+def build_cross_encoder(
+    name: str, max_length: int = 512, pair_attention: str = "full", attention_dropout: Optional[float] = None
+) -> Model[List[Pass], Floats2d]:
     """A cross-encoder over a local Hugging Face encoder directory (or hub name).
 
     `max_length` is the context window that passes are partitioned to (capped by the
     model's position embeddings). Weights load in `initialize`, or with the pipeline.
+    `attention_dropout` replaces the checkpoint's dropout on attention probabilities
+    while training (null keeps it).
     """
     if pair_attention not in PAIR_ATTENTIONS:
         raise ArboError(f"Unknown pair_attention '{pair_attention}'; expected one of {PAIR_ATTENTIONS}.")
     if max_length < 8:
         raise ArboError(f"max_length {max_length} is too small for a cross-encoder input.")
+    check_attention_dropout(attention_dropout)
 
-    build = partial(CrossEncoder.from_pretrained, name, max_length, pair_attention)
+    build = partial(CrossEncoder.from_pretrained, name, max_length, pair_attention, attention_dropout)
     return lazy_torch_model("cross-encoder", forward, build, CrossEncoder)
 
 

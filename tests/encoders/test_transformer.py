@@ -1,9 +1,11 @@
+import types
+
 import pytest
 import torch
 
 from spacy_arbo.encoders.templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
 from spacy_arbo.encoders.transformer import (
-    TransformerTower, build_transformer_tower, default_encoder_path,
+    TransformerTower, build_transformer_tower, default_encoder_path, set_attention_dropout,
 )
 from spacy_arbo.util import ArboError
 
@@ -82,3 +84,24 @@ def test_default_encoder_is_the_offline_minilm():
     from pathlib import Path
 
     assert (Path(path) / "config.json").exists() and (Path(path) / "tokenizer.json").exists()
+
+
+def attention_dropouts(tower):
+    return {layer.attention.self.dropout_prob for layer in tower.encoder.encoder.layer}
+
+
+def test_attention_dropout_replaces_the_checkpoints_and_is_saved(tiny_bert_dir):
+    kept = build_transformer_tower(str(tiny_bert_dir), max_length=16)()
+    assert attention_dropouts(kept) == {0.1}  # the checkpoint's value
+    tower = build_transformer_tower(str(tiny_bert_dir), max_length=16, attention_dropout=0.0)()
+    assert attention_dropouts(tower) == {0.0} and tower.encoder.config.hidden_dropout_prob == 0.1
+    assert attention_dropouts(TransformerTower.from_files(tower.to_files())) == {0.0}
+    # Without dropout on the attention the weights are the same: only training differs.
+    assert all(torch.equal(a, b) for a, b in zip(kept.encoder.state_dict().values(), tower.encoder.state_dict().values()))
+
+
+def test_bad_attention_dropout(tiny_bert_dir):
+    with pytest.raises(ArboError, match=r"attention_dropout must be null or in \[0, 1\), got 1.5"):
+        build_transformer_tower(str(tiny_bert_dir), attention_dropout=1.5)
+    with pytest.raises(ArboError, match=r"the config of 'odd' \(SimpleNamespace\) has none of"):
+        set_attention_dropout(types.SimpleNamespace(), 0.0, "odd")
