@@ -444,6 +444,7 @@ def test_add_memory_overrides_remembered_texts_and_tunes_on_dev(linked, capsys):
 
 def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
     import spacy
+    from spacy.tokens import DocBin
 
     tmp = linked
     add_misleading_memory(tmp)
@@ -459,8 +460,6 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
     assert main(["select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
     assert "two or more distinct pipelines" in capsys.readouterr().err
-    from spacy.tokens import DocBin
-
     DocBin().to_disk(tmp / "empty.spacy")
     for metric in ("nel_micro_f", "accuracy_strict"):
         assert main(["select-pipeline", *candidates, "--dev", str(tmp / "empty.spacy"), "--output", str(out),
