@@ -58,6 +58,8 @@ class Bf16Copy:
     def __init__(self) -> None:
         self._checksum: Optional[torch.Tensor] = None
         self.module: Optional[nn.Module] = None
+        # False until `sync`; an owner sets it False when the weights may have changed since.
+        self.checked = False
 
     def sync(self, module: nn.Module) -> None:
         checksum = weights_checksum(module)
@@ -65,6 +67,7 @@ class Bf16Copy:
             with torch.no_grad():
                 self.module = copy.deepcopy(module).to(torch.bfloat16).eval()
             self._checksum = checksum
+        self.checked = True
 
     def __reduce__(self):  # copies and pickles start empty
         return (Bf16Copy, ())

@@ -71,14 +71,21 @@ class Int8Copy:
         self._checksum: Optional[torch.Tensor] = None
         self._encoder: Optional[nn.Module] = None
         self._sessions: Dict[Tuple[Tuple[str, int], ...], object] = {}
+        # False until `sync`; an owner sets it False when the weights may have changed since.
+        self.checked = False
 
-    def sync(self, encoder: nn.Module) -> None:
+    @staticmethod
+    def check_supported(encoder: nn.Module) -> None:
         if next(encoder.parameters()).device.type != "cpu":
             raise ArboError("precision = 'int8' runs on the CPU (ONNX Runtime); on a GPU use 'bf16' or 'auto'.")
         onnx_runtime()
+
+    def sync(self, encoder: nn.Module) -> None:
+        self.check_supported(encoder)
         checksum = weights_checksum(encoder)
         if self._checksum is None or not torch.equal(self._checksum, checksum) or self._encoder is not encoder:
             self._encoder, self._checksum, self._sessions = encoder, checksum, {}
+        self.checked = True
 
     def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
         """The encoder's last hidden state, fp32."""

@@ -36,10 +36,11 @@ class EntityInput:
 
 
 def mention_input(span: Span, context_chars: int, long_form: Optional[str] = None,
-                  triplets: Sequence[Triplet] = ()) -> MentionInput:
+                  triplets: Sequence[Triplet] = (), doc_text: Optional[str] = None) -> MentionInput:
     """The mention text (or the long form of an abbreviation, when given) with up to
-    `context_chars` characters of context on each side."""
-    text = span.doc.text
+    `context_chars` characters of context on each side. Pass `doc_text` for many mentions
+    of one doc: `Doc.text` joins every token again on each call."""
+    text = span.doc.text if doc_text is None else doc_text
     left = text[max(0, span.start_char - context_chars): span.start_char] if context_chars else ""
     right = text[span.end_char: span.end_char + context_chars] if context_chars else ""
     return MentionInput(left.strip(), long_form or span.text, right.strip(), tuple(triplets))

@@ -3,7 +3,7 @@ import io
 from functools import partial
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import srsly
 import torch
@@ -152,13 +152,20 @@ class TransformerTower(Tower):
         return self.encoder.get_input_embeddings()(ids), mask
 
     def set_precision(self, precision: str) -> None:
-        """In bf16, also snapshots the weights for passes without gradient: set it again
-        after changing them (the pipeline does, before every encoding pass)."""
+        """Passes without gradient in bf16 or int8 run on a copy of the weights, checked
+        against them (and remade if they changed) at the first such pass after this call:
+        set it again after changing the weights (the pipeline does, before every encoding
+        pass and every update; an update runs no such pass, so it pays for no copy)."""
+        if precision == "int8":
+            self._int8.check_supported(self.encoder)
         self.precision = precision
-        if precision == "bf16":
-            self._bf16.sync(self.encoder)
-        elif precision == "int8":
-            self._int8.sync(self.encoder)
+        self._bf16.checked = self._int8.checked = False
+
+    def _low_precision_copy(self) -> Union[Bf16Copy, Int8Copy]:
+        snapshot = self._int8 if self.precision == "int8" else self._bf16
+        if not snapshot.checked:
+            snapshot.sync(self.encoder)
+        return snapshot
 
     def hidden_states(self, embeddings: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.last_hidden_state(inputs_embeds=embeddings, attention_mask=mask)
@@ -173,12 +180,12 @@ class TransformerTower(Tower):
             with torch.autocast(self.encoder.device.type, dtype=torch.bfloat16):
                 return self.encoder(**inputs).last_hidden_state.float()
         if self.precision == "int8":
-            return self._int8(**inputs)
+            return self._low_precision_copy()(**inputs)
         if self.precision != "bf16":
             return self.encoder(**inputs).last_hidden_state
         if "inputs_embeds" in inputs:
             inputs["inputs_embeds"] = inputs["inputs_embeds"].to(torch.bfloat16)
-        return self._bf16.module(**inputs).last_hidden_state.float()
+        return self._low_precision_copy().module(**inputs).last_hidden_state.float()
 
     def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.pooling == "cls":

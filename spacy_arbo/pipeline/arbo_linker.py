@@ -375,6 +375,7 @@ class ArboLinker(ConfiguredPipe):
         context = self.settings.context_chars
         units = self.knowledge_units.mentions if "mentions" in self._knowledge_sides() else None
         per_doc: Dict[int, Dict[Tuple[int, int], str]] = {}
+        texts: Dict[int, str] = {}
         inputs = []
         for span in spans:
             long_form = None
@@ -383,7 +384,10 @@ class ArboLinker(ConfiguredPipe):
                 if forms is None:
                     forms = per_doc[id(span.doc)] = self._long_form_finder()(span.doc)
                 long_form = forms.get((span.start_char, span.end_char)) or self.corpus_long_forms.get(span.text)
-            inputs.append(mention_input(span, context, long_form, units(span) if units else ()))
+            text = texts.get(id(span.doc))
+            if text is None:
+                text = texts[id(span.doc)] = span.doc.text
+            inputs.append(mention_input(span, context, long_form, units(span) if units else (), text))
         return inputs
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:

@@ -72,8 +72,21 @@ def test_bf16_training_pass_gives_fp32_gradients_to_every_weight(tower):
     assert all(torch.isfinite(g).all() for g in grads.values())
 
 
+def test_the_bf16_copy_is_made_at_the_first_pass_without_gradient(tower):
+    """An update sets the precision but runs no such pass: it must not pay for a copy."""
+    tower.set_precision("bf16")
+    tower.train()
+    tower.encode_mentions([MentionInput("patients with ", "fever", " and cough")]).sum().backward()
+    assert tower._bf16.module is None
+    with torch.no_grad():
+        tower.encode_entities(ENTITIES)
+    assert tower._bf16.module is not None
+
+
 def test_the_bf16_copy_is_neither_saved_nor_copied(tower):
     tower.set_precision("bf16")
+    with torch.no_grad():
+        tower.encode_entities(ENTITIES)
     assert tower._bf16.module is not None
     assert not any(p.dtype == torch.bfloat16 for p in tower.state_dict().values())
     assert copy.deepcopy(tower)._bf16.module is None
