@@ -308,8 +308,10 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     from .threshold import deciding_component, tune_threshold
 
     nlp = load_pipeline(args.pipeline)
-    rows, best = tune_threshold(nlp, read_docbin(args.dev, nlp.vocab))
-    print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | nel_micro_f | accuracy@1 |\n|---:|---:|---:|")
+    gain = {} if args.min_gain is None else {"min_gain": args.min_gain}
+    rows, best = tune_threshold(nlp, read_docbin(args.dev, nlp.vocab), end_to_end=args.end_to_end, **gain)
+    columns = "e2e_f | e2e_r" if args.end_to_end else "nel_micro_f | accuracy@1"
+    print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | {columns} |\n|---:|---:|---:|")
     for threshold, f, acc in rows:
         print(f"| {'none' if threshold is None else f'{threshold:.6g}'} | {f:.4f} | {acc:.4f} |")
     output = args.output or args.pipeline
@@ -588,6 +590,11 @@ def _parser() -> argparse.ArgumentParser:
     cmd = commands.add_parser("tune-threshold", help="choose the NIL threshold on a dev set (best link F) and store it")
     cmd.add_argument("pipeline", help="a pipeline whose last linking component gets the threshold")
     cmd.add_argument("dev", help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--min-gain", type=float, default=None,
+                     help="link F on dev a threshold must add to no threshold's to be kept (default: half a point, 0.005)")
+    cmd.add_argument("--end-to-end", action="store_true",
+                     help="choose it by end-to-end link F on the mentions the pipeline's recognizer finds in the dev "
+                          "texts (the pipeline needs NER), not on the gold mentions")
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
     cmd.set_defaults(func=tune_threshold_command)
 

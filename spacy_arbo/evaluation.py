@@ -11,6 +11,7 @@ from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
+from .util import ArboError
 
 
 def gold_id_set(docs: Iterable[Doc]) -> Set[str]:
@@ -23,11 +24,9 @@ def link_gold_mentions(
     """The gold mentions of `gold_docs`, without their ids, through every component except
     `exclude` and those that would replace the mentions (NER, entity rulers), so linking is
     measured apart from recognition."""
-    docs: Iterable[Doc] = [strip_links(doc) for doc in gold_docs]
-    for name, proc in nlp.pipeline:
-        if name not in exclude and "doc.ents" not in nlp.get_pipe_meta(name).assigns:
-            docs = proc.pipe(docs, batch_size=batch_size) if hasattr(proc, "pipe") else map(proc, docs)
-    return list(docs)
+    names = [name for name in nlp.pipe_names
+             if name not in exclude and "doc.ents" not in nlp.get_pipe_meta(name).assigns]
+    return list(run_components(nlp, names, [strip_links(doc) for doc in gold_docs], batch_size))
 
 
 # Metric name suffix of each credit rule (`scoring.CREDIT_RULES`); any-id is the plain name.
@@ -83,6 +82,32 @@ def evaluate_linking(
     return metrics
 
 
+def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
+    """(doc, start, end, id set) of every linked mention: end-to-end scoring's items."""
+    return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
+            for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
+
+
+def recognize_mentions(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Tuple[List[Doc], List[str]]:
+    """The raw texts of `gold_docs` through the components up to the last that sets
+    `doc.ents` (the recognizer), and the names of the components after it."""
+    names = nlp.pipe_names
+    finders = [i for i, name in enumerate(names) if "doc.ents" in nlp.get_pipe_meta(name).assigns]
+    if not finders:
+        raise ArboError("The pipeline has no component that finds mentions (e.g. ner); "
+                        "add one with `python -m spacy_arbo add-ner`.")
+    docs: Iterable[Doc] = (nlp.make_doc(doc.text) for doc in gold_docs)
+    docs = run_components(nlp, names[: finders[-1] + 1], docs, batch_size)
+    return list(docs), names[finders[-1] + 1:]
+
+
+def run_components(nlp: Language, names: Sequence[str], docs: Iterable[Doc], batch_size: int = 64) -> Iterable[Doc]:
+    for name in names:
+        proc = nlp.get_pipe(name)
+        docs = proc.pipe(docs, batch_size=batch_size) if hasattr(proc, "pipe") else map(proc, docs)
+    return docs
+
+
 def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Dict[str, Any]:
     """Run the whole pipeline on the raw texts of `gold_docs` (recognition, then linking).
 
@@ -98,16 +123,12 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
     def spans(docs: List[Doc]) -> Set[Tuple[int, int, int]]:
         return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents}
 
-    def links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
-        return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
-                for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
-
     metrics: Dict[str, Any] = {}
-    for name, items in (("ner", spans), ("e2e", links)):
+    for name, items in (("ner", spans), ("e2e", end_to_end_links)):
         prf = PRFScore()
         prf.score_set(items(predicted), items(gold_docs))
         metrics.update({f"{name}_p": prf.precision, f"{name}_r": prf.recall, f"{name}_f": prf.fscore})
-    predicted_links, gold_links = links(predicted), links(gold_docs)
+    predicted_links, gold_links = end_to_end_links(predicted), end_to_end_links(gold_docs)
     gold_ids = {link[:3]: link[3] for link in gold_links}
     any_id = PRFScore()
     any_id.tp = sum(bool(link[3] & gold_ids.get(link[:3], frozenset())) for link in predicted_links)

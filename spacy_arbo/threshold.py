@@ -4,25 +4,37 @@ Below the threshold a mention is NIL. spaCy's link F-score rewards exactly what 
 is for: a wrong link that becomes NIL removes a false positive and costs no recall, a right
 one that becomes NIL costs a true positive. So the threshold that maximises `nel_micro_f`
 on dev is the calibrated one; accuracy@1, which counts a NIL as wrong for a linked gold
-mention, can only fall (both are reported).
+mention, can only fall (both are reported). A threshold must beat none by `min_gain` link F,
+though: on a dev set of about 800 mentions a smaller gain is two or three mentions, within the
+noise, and on NCBI Disease such thresholds cost up to 3.6 points of test accuracy for no link F
+(see the README's Results).
+
+On gold mentions a threshold can only trade right links for fewer wrong ones. Behind a
+recognizer it also sends the recognizer's false mentions to NIL, which gold mentions cannot
+show: `end_to_end` chooses it by end-to-end link F (exact span and id set) on the mentions the
+pipeline's own recognizer finds in the dev texts.
 """
 from dataclasses import replace
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 from spacy.language import Language
+from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .evaluation import link_gold_mentions
+from .evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
 from .kb.entities import NIL
-from .scoring import MentionOutcome, accuracy, link_prf, mention_outcomes
+from .scoring import accuracy, link_prf, mention_outcomes
 from .util import ArboError
 
 # Thresholds tried: these quantiles of the dev mentions' best scores, and None (no threshold).
 QUANTILES = np.linspace(0.0, 0.5, 26)
+# The link F a threshold must add to none's on dev to be kept: half a point.
+MIN_GAIN = 0.005
 
-Row = Tuple[Optional[float], float, float]  # threshold, nel_micro_f, accuracy
+# threshold, nel_micro_f, accuracy (end to end: threshold, e2e F, e2e recall)
+Row = Tuple[Optional[float], float, float]
 
 
 def deciding_component(nlp: Language):
@@ -33,27 +45,64 @@ def deciding_component(nlp: Language):
     return deciders[-1]
 
 
-def tune_threshold(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[Row], Optional[float]]:
-    """[(threshold, nel_micro_f, accuracy)] on the gold mentions of `gold_docs`, and the
-    threshold with the best F (the lowest of equals, None first); the deciding component
-    (and the pipeline's config) is left set to it."""
+def tune_threshold(nlp: Language, gold_docs: List[Doc], min_gain: float = MIN_GAIN,
+                   end_to_end: bool = False) -> Tuple[List[Row], Optional[float]]:
+    """[(threshold, nel_micro_f, accuracy)] on the gold mentions of `gold_docs` (with
+    `end_to_end`, [(threshold, e2e F, e2e recall)] on the mentions the pipeline finds), and
+    the threshold with the best F (the lowest of equals), or None unless that F is at least
+    `min_gain` above no threshold's; the deciding component (and the pipeline's config) is
+    left set to it."""
+    if not 0.0 <= min_gain < 1.0:
+        raise ArboError(f"min_gain is a difference of link F in [0, 1), got {min_gain}.")
     component = deciding_component(nlp)
     component.configure(threshold=None)
-    docs = link_gold_mentions(nlp, gold_docs)
-    outcomes = mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs))
-    scores = [o.score for o in outcomes if o.score is not None]
+    scores, score_at = (_end_to_end_scorer if end_to_end else _gold_mention_scorer)(nlp, gold_docs)
     if not scores:
-        raise ArboError("The dev set has no linked gold mentions to choose a threshold on.")
+        raise ArboError("The dev set has no linked mentions to choose a threshold on.")
     thresholds: List[Optional[float]] = [None] + sorted({float(q) for q in np.quantile(scores, QUANTILES)})
-    rows = [(t, *_score_at(outcomes, t)) for t in thresholds]
-    best = max(rows, key=lambda row: row[1])[0]  # max keeps the first of equals
+    rows = [(t, *score_at(t)) for t in thresholds]
+    best, best_f, _ = max(rows, key=lambda row: row[1])  # max keeps the first of equals
+    if best_f - rows[0][1] < min_gain:
+        best = None
     component.configure(threshold=best)
     return rows, best
 
 
-def _score_at(outcomes: List[MentionOutcome], threshold: Optional[float]) -> Tuple[float, float]:
-    thresholded = [
-        o if threshold is None or (o.score is not None and o.score >= threshold) else replace(o, predicted=NIL)
-        for o in outcomes
-    ]
-    return link_prf(thresholded)["nel_micro_f"], accuracy(thresholded)
+Scorer = Callable[[Optional[float]], Tuple[float, float]]
+
+
+def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[float], Scorer]:
+    """One pass without a threshold: a threshold only turns links below it into NILs."""
+    docs = link_gold_mentions(nlp, gold_docs)
+    outcomes = mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs))
+
+    def score_at(threshold: Optional[float]) -> Tuple[float, float]:
+        thresholded = [
+            o if threshold is None or (o.score is not None and o.score >= threshold) else replace(o, predicted=NIL)
+            for o in outcomes
+        ]
+        return link_prf(thresholded)["nel_micro_f"], accuracy(thresholded)
+
+    return [o.score for o in outcomes if o.score is not None], score_at
+
+
+def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[float], Scorer]:
+    """The recognizer runs once; the components after it run again at each threshold, since
+    what follows the deciding component (a link memory, composite parts) may undo a NIL."""
+    recognized, linkers = recognize_mentions(nlp, gold_docs)
+    gold_links = end_to_end_links(gold_docs)
+
+    def link(threshold: Optional[float]) -> List[Doc]:
+        deciding_component(nlp).configure(threshold=threshold)
+        return list(run_components(nlp, linkers, [doc.copy() for doc in recognized]))
+
+    unthresholded = link(None)
+
+    def score_at(threshold: Optional[float]) -> Tuple[float, float]:
+        prf = PRFScore()
+        prf.score_set(end_to_end_links(unthresholded if threshold is None else link(threshold)), gold_links)
+        return prf.fscore, prf.recall
+
+    scores = [e._.kb_candidates[0][1] for doc in unthresholded for e in doc.ents
+              if e.has_extension("kb_candidates") and e._.kb_candidates]
+    return scores, score_at

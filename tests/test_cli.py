@@ -374,6 +374,33 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1
 
 
+def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys):
+    """The recognizer's false "children" gets a link from the toy KB; on gold mentions no
+    threshold can see it, end to end the chosen one makes it NIL (e2e P 2/3 -> 1)."""
+    import spacy
+
+    tmp = linked
+    recognizer = spacy.blank("en")
+    recognizer.add_pipe("entity_ruler", name="ner").add_patterns(
+        [{"label": "Disease", "pattern": "Fever"}, {"label": "Disease", "pattern": "children"}])
+    recognizer.to_disk(tmp / "ruler")
+    assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
+    assert main(["tune-threshold", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--end-to-end"]) == 1
+    assert "no component that finds mentions" in capsys.readouterr().err
+    assert main(["tune-threshold", str(tmp / "e2e"), str(tmp / "test.spacy"), "--end-to-end",
+                 "--output", str(tmp / "tuned")]) == 0
+    out = capsys.readouterr().out
+    assert "| threshold | e2e_f | e2e_r |" in out and "| none | 0.6667 | 0.6667 |" in out
+    threshold = spacy.load(tmp / "tuned").get_pipe("arbo_linker").cfg["threshold"]
+    assert threshold is not None and f"| {threshold:.6g} | 0.8000 | 0.6667 |" in out
+    nlp = spacy.load(tmp / "tuned")
+    assert [(e.text, e.kb_id_) for e in nlp("Fever in children.").ents] == [("Fever", "MESH:D005334"), ("children", "NIL")]
+    assert main(["evaluate", str(tmp / "tuned"), str(tmp / "test.spacy"), "--end-to-end", "--output",
+                 str(tmp / "tuned.json")]) == 0
+    metrics = json.loads((tmp / "tuned.json").read_text())
+    assert (metrics["e2e_p"], metrics["e2e_r"]) == pytest.approx((1.0, 2 / 3))
+
+
 def test_compare_runs_sums_the_clocks_of_stages_and_scores_dev_and_test(linked, capsys):
     import shutil
 

@@ -31,6 +31,18 @@ def test_the_threshold_with_the_best_link_f_is_chosen_and_stored(tmp_path, toy_k
     assert nlp.config["components"]["arbo_linker"]["threshold"] == best
 
 
+def test_a_threshold_that_gains_less_than_min_gain_is_not_kept(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    rows, best = tune_threshold(nlp, dev_docs(nlp))
+    gain = max(f for _, f, _ in rows) - rows[0][1]
+    assert best is not None and gain > 0.005
+    assert tune_threshold(nlp, dev_docs(nlp), min_gain=gain + 1e-6) == (rows, None)
+    assert nlp.get_pipe("arbo_linker").cfg["threshold"] is None
+    assert tune_threshold(nlp, dev_docs(nlp), min_gain=gain)[1] == best
+    with pytest.raises(ArboError, match="min_gain"):
+        tune_threshold(nlp, dev_docs(nlp), min_gain=-0.1)
+
+
 def test_cli_stores_the_threshold(tmp_path, toy_kb_dir, capsys):
     nlp = make_nlp(toy_kb_dir)
     nlp.to_disk(tmp_path / "p")
@@ -41,6 +53,10 @@ def test_cli_stores_the_threshold(tmp_path, toy_kb_dir, capsys):
     threshold = spacy.load(tmp_path / "t").get_pipe("arbo_linker").cfg["threshold"]
     assert threshold is not None and f"threshold = {threshold}" in out
     assert spacy.load(tmp_path / "p").get_pipe("arbo_linker").cfg["threshold"] is None
+    assert main(["tune-threshold", str(tmp_path / "p"), str(tmp_path / "dev.spacy"), "--output", str(tmp_path / "u"),
+                 "--min-gain", "0.99"]) == 0
+    assert "threshold = None" in capsys.readouterr().out
+    assert spacy.load(tmp_path / "u").get_pipe("arbo_linker").cfg["threshold"] is None
 
 
 def test_no_linking_component_is_an_error():
