@@ -352,15 +352,13 @@ def select_pipeline_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
-    from .evaluation import BIOSYN_KEYS, evaluate_end_to_end, evaluate_linking, gold_id_set
+    from .evaluation import BIOSYN_KEYS, evaluate_end_to_end, evaluate_linking, gold_id_set, recognizer_position
     from .pipeline.arbo_linker import arbo_linkers
 
     nlp = configured_pipeline(args)
     docs = read_docbin(args.data, nlp.vocab)
     if args.end_to_end:
-        if not any("doc.ents" in nlp.get_pipe_meta(name).assigns for name in nlp.pipe_names):
-            raise ArboError(f"--end-to-end: {args.pipeline} has no component that finds mentions (e.g. ner); "
-                            "add one with `python -m spacy_arbo add-ner`.")
+        recognizer_position(nlp)
         metrics = evaluate_end_to_end(nlp, docs)
         _report(metrics, args.output)
         return

@@ -88,17 +88,22 @@ def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
             for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
 
 
-def recognize_mentions(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Tuple[List[Doc], List[str]]:
-    """The raw texts of `gold_docs` through the components up to the last that sets
-    `doc.ents` (the recognizer), and the names of the components after it."""
-    names = nlp.pipe_names
-    finders = [i for i, name in enumerate(names) if "doc.ents" in nlp.get_pipe_meta(name).assigns]
+def recognizer_position(nlp: Language) -> int:
+    """The index in `nlp.pipe_names` of the last component that sets `doc.ents`."""
+    finders = [i for i, name in enumerate(nlp.pipe_names) if "doc.ents" in nlp.get_pipe_meta(name).assigns]
     if not finders:
         raise ArboError("The pipeline has no component that finds mentions (e.g. ner); "
                         "add one with `python -m spacy_arbo add-ner`.")
+    return finders[-1]
+
+
+def recognize_mentions(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Tuple[List[Doc], List[str]]:
+    """The raw texts of `gold_docs` through the components up to the recognizer, and the
+    names of the components after it."""
+    last = recognizer_position(nlp)
     docs: Iterable[Doc] = (nlp.make_doc(doc.text) for doc in gold_docs)
-    docs = run_components(nlp, names[: finders[-1] + 1], docs, batch_size)
-    return list(docs), names[finders[-1] + 1:]
+    docs = run_components(nlp, nlp.pipe_names[: last + 1], docs, batch_size)
+    return list(docs), nlp.pipe_names[last + 1:]
 
 
 def run_components(nlp: Language, names: Sequence[str], docs: Iterable[Doc], batch_size: int = 64) -> Iterable[Doc]:
