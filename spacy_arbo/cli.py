@@ -303,11 +303,23 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
               f"({best_accuracy:.3f} < {retriever:.3f}): leave it out of the pipeline, or train it longer.")
 
 
+def require_recognizer(nlp, path: str) -> None:
+    """--end-to-end needs a component that finds mentions; the error names the pipeline."""
+    from .evaluation import recognizer_position
+
+    try:
+        recognizer_position(nlp)
+    except ArboError as err:
+        raise ArboError(f"--end-to-end: {path}: {err}") from None
+
+
 def tune_threshold_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
     from .threshold import deciding_component, tune_threshold
 
     nlp = load_pipeline(args.pipeline)
+    if args.end_to_end:
+        require_recognizer(nlp, args.pipeline)
     gain = {} if args.min_gain is None else {"min_gain": args.min_gain}
     rows, best = tune_threshold(nlp, read_docbin(args.dev, nlp.vocab), end_to_end=args.end_to_end, **gain)
     columns = "e2e_f | e2e_r" if args.end_to_end else "nel_micro_f | accuracy@1"
@@ -352,13 +364,13 @@ def select_pipeline_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
-    from .evaluation import BIOSYN_KEYS, evaluate_end_to_end, evaluate_linking, gold_id_set, recognizer_position
+    from .evaluation import BIOSYN_KEYS, evaluate_end_to_end, evaluate_linking, gold_id_set
     from .pipeline.arbo_linker import arbo_linkers
 
     nlp = configured_pipeline(args)
     docs = read_docbin(args.data, nlp.vocab)
     if args.end_to_end:
-        recognizer_position(nlp)
+        require_recognizer(nlp, args.pipeline)
         metrics = evaluate_end_to_end(nlp, docs)
         _report(metrics, args.output)
         return

@@ -357,7 +357,8 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
         [{"label": "Disease", "pattern": "Fever"}, {"label": "Disease", "pattern": "children"}])
     recognizer.to_disk(tmp / "ruler")
     assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--end-to-end"]) == 1
-    assert "no component that finds mentions" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"--end-to-end: {tmp / 'pipeline'}: " in err and "no component that finds mentions" in err
     assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
     nlp = spacy.load(tmp / "e2e")
     assert nlp.pipe_names == ["ner", "arbo_linker"] and not nlp.get_pipe("arbo_linker").settings.use_gold_ents
@@ -386,7 +387,8 @@ def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys):
     recognizer.to_disk(tmp / "ruler")
     assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
     assert main(["tune-threshold", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--end-to-end"]) == 1
-    assert "no component that finds mentions" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"--end-to-end: {tmp / 'pipeline'}: " in err and "no component that finds mentions" in err
     assert main(["tune-threshold", str(tmp / "e2e"), str(tmp / "test.spacy"), "--end-to-end",
                  "--output", str(tmp / "tuned")]) == 0
     out = capsys.readouterr().out
