@@ -7,10 +7,10 @@ those definitions; a short form alone says little to the encoder or to TF-IDF.
 import re
 import warnings
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, Iterator, Tuple
+from typing import Dict, Iterable, Iterator, Optional, Tuple
 
 from scispacy.abbreviation import AbbreviationDetector, find_abbreviation
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 
@@ -65,6 +65,44 @@ def hyphenated_definitions(doc: Doc) -> Iterator[Tuple[str, str]]:
         _, long = find_abbreviation(doc[max(open_.i - window, 0): open_.i], short)
         if long is not None:
             yield text, long.text
+
+
+class SpelledOut:
+    """What a doc's mentions read as: each short form the doc defines spelt out as its long
+    form. Short forms are also defined through other short forms ("isolated DMS (IDMS)" after
+    "diffuse mesangial sclerosis (DMS)") and sit inside mentions ("primary HPT"), where the
+    encoder would read letters it cannot resolve."""
+
+    def __init__(self, doc: Doc, forms: Dict[Tuple[int, int], str], corpus_forms: Dict[str, str]) -> None:
+        self.forms = forms
+        self.corpus_forms = corpus_forms
+        self.by_text = {doc.text[start:end]: long for (start, end), long in sorted(forms.items())}
+        # Longest first, so "T-PLL" is spelt out before a "PLL" inside it.
+        alternatives = "|".join(re.escape(short) for short in sorted(self.by_text, key=len, reverse=True))
+        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)") if self.by_text else None
+
+    def __call__(self, span: Span) -> Optional[str]:
+        """`span` as the encoder should read it, or None when it is to be read as written.
+        One level deep: a long form is not spelt out again inside what it replaced."""
+        whole = self.forms.get((span.start_char, span.end_char)) or self.corpus_forms.get(span.text)
+        if whole is not None:
+            return self._spell_out(whole, skip=span.text)
+        spelled = self._spell_out(span.text, skip="")
+        return spelled if spelled != span.text else None
+
+    def _spell_out(self, text: str, skip: str) -> str:
+        """`text` with its short forms spelt out, except `skip` and those whose long form it
+        already has ("von Hippel-Lindau (VHL) tumor" is read as written)."""
+        if self._pattern is None:
+            return text
+        folded = text.casefold()
+
+        def long_form(match: "re.Match[str]") -> str:
+            short = match.group(0)
+            long = self.by_text[short]
+            return short if short == skip or long.casefold() in folded else long
+
+        return self._pattern.sub(long_form, text)
 
 
 def corpus_long_forms(docs: Iterable[Doc], long_forms: LongForms) -> Dict[str, str]:

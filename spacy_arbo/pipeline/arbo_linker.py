@@ -31,7 +31,7 @@ from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError, PathLike, atomic_path, read_json
-from .abbreviations import LongForms, corpus_long_forms
+from .abbreviations import LongForms, SpelledOut, corpus_long_forms
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .gold_ents import with_gold_mentions
@@ -374,16 +374,17 @@ class ArboLinker(ConfiguredPipe):
         of its sentence."""
         context = self.settings.context_chars
         units = self.knowledge_units.mentions if "mentions" in self._knowledge_sides() else None
-        per_doc: Dict[int, Dict[Tuple[int, int], str]] = {}
+        per_doc: Dict[int, SpelledOut] = {}
         texts: Dict[int, str] = {}
         inputs = []
         for span in spans:
             long_form = None
             if self.settings.use_long_form:
-                forms = per_doc.get(id(span.doc))
-                if forms is None:
-                    forms = per_doc[id(span.doc)] = self._long_form_finder()(span.doc)
-                long_form = forms.get((span.start_char, span.end_char)) or self.corpus_long_forms.get(span.text)
+                spelled = per_doc.get(id(span.doc))
+                if spelled is None:
+                    forms = self._long_form_finder()(span.doc)
+                    spelled = per_doc[id(span.doc)] = SpelledOut(span.doc, forms, self.corpus_long_forms)
+                long_form = spelled(span)
             text = texts.get(id(span.doc))
             if text is None:
                 text = texts[id(span.doc)] = span.doc.text

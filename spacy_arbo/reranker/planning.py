@@ -13,7 +13,7 @@ from spacy.vocab import Vocab
 
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
-from ..pipeline.abbreviations import LongForms
+from ..pipeline.abbreviations import LongForms, SpelledOut
 from ..util import ArboError
 from .packing import Mention, Pair, Pass, Sentence, Specials, pack
 
@@ -66,7 +66,7 @@ class PairPlanner:
         self._tokenize_entities({kb_id for per_doc in candidates for ids in per_doc for kb_id in ids}, kb, text)
         records, texts, surfaces = [], [], {}
         for d, doc in enumerate(docs):
-            long_forms = self._long_forms_of(doc) if text.use_long_form else {}
+            spelled = self._spelled_out(doc) if text.use_long_form else None
             ents = doc.ents
             for pieces, mentions in self._sentence_pieces(doc, [bool(ids) for ids in candidates[d]]):
                 first = len(texts)
@@ -74,7 +74,7 @@ class PairPlanner:
                 # Where each mention's own text is: its piece, or its long form after the pieces.
                 mention_texts = []
                 for e, piece in mentions:
-                    long_form = long_forms.get((ents[e].start_char, ents[e].end_char))
+                    long_form = spelled(ents[e]) if spelled is not None else None
                     surfaces[d, e] = long_form or ents[e].text
                     mention_texts.append(piece if long_form is None else len(texts) - first)
                     if long_form is not None:
@@ -126,10 +126,10 @@ class PairPlanner:
         self._aliases.update(zip(new, self.tokenize([f"; {a}" for a in new])))
         return {key: self._aliases[alias][:n_tokens] if alias else [] for key, alias in chosen.items()}
 
-    def _long_forms_of(self, doc: Doc) -> Dict[Tuple[int, int], str]:
+    def _spelled_out(self, doc: Doc) -> SpelledOut:
         if self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
-        return self._long_forms(doc)
+        return SpelledOut(doc, self._long_forms(doc), {})
 
     def _sentence_starts(self, doc: Doc) -> List[int]:
         """`doc.sents` when set, else the rule-based sentencizer's, merged where they would

@@ -1,6 +1,8 @@
+import re
+
 import spacy
 
-from spacy_arbo.pipeline.abbreviations import LongForms, hyphenated_definitions
+from spacy_arbo.pipeline.abbreviations import LongForms, SpelledOut, hyphenated_definitions
 
 # NCBI Disease test (PMID 10071185): spaCy splits "T-PLL" at its hyphen, which scispacy's
 # detector alone never reads as a short form.
@@ -32,3 +34,42 @@ def test_what_is_not_a_hyphenated_definition_is_left_alone():
     # scispacy's own definitions still come through.
     doc = nlp("Wilson disease (WD) is rare.")
     assert list(LongForms(nlp.vocab)(doc).values()) == ["Wilson disease"]
+
+
+
+# The pattern of NCBI Disease test PMID 9607188: a short form defined through another one.
+NESTED = ("Most patients have diffuse mesangial sclerosis (DMS) with Wilms tumor (WT). Of 24 "
+          "patients, 10 had isolated DMS (IDMS). Later IDMS, primary DMS and von Hippel-Lindau "
+          "(VHL) tumor were seen.")
+
+
+def read_as(text: str, mentions: list, corpus_forms: dict = None) -> list:
+    """What each mention (text, occurrence) is read as."""
+    nlp = spacy.blank("en")
+    doc = nlp(text)
+    spelled = SpelledOut(doc, LongForms(nlp.vocab)(doc), corpus_forms or {})
+    read = []
+    for mention, occurrence in mentions:
+        found = list(re.finditer(rf"(?<!\w){re.escape(mention)}(?!\w)", text))[occurrence]
+        read.append(spelled(doc.char_span(*found.span())))
+    return read
+
+
+def test_short_forms_are_spelt_out_inside_mentions_and_inside_long_forms():
+    assert read_as(NESTED, [("IDMS", 1), ("isolated DMS", 0), ("primary DMS", 0), ("DMS", 2), ("Wilms tumor", 0)]) == [
+        "isolated diffuse mesangial sclerosis",  # "IDMS" stands for "isolated DMS"
+        "isolated diffuse mesangial sclerosis",  # a short form inside a mention
+        "primary diffuse mesangial sclerosis",
+        "diffuse mesangial sclerosis",
+        None,  # nothing to spell out: read as written
+    ]
+
+
+def test_a_mention_that_carries_its_own_definition_is_read_as_written():
+    assert read_as(NESTED, [("von Hippel-Lindau (VHL) tumor", 0)]) == [None]
+
+
+def test_corpus_long_forms_stand_in_for_whole_short_forms_the_doc_does_not_define():
+    text = "FUO was seen, and recurrent FUO too."
+    assert read_as(text, [("FUO", 0), ("recurrent FUO", 0)], {"FUO": "fever of unknown origin"}) == [
+        "fever of unknown origin", None]
