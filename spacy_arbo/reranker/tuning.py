@@ -1,6 +1,8 @@
-"""Choosing `retrieval_weight` on a dev set: the cross-encoder runs once, then every
-weight only re-ranks its stored logits."""
-from typing import List, Sequence, Tuple
+"""Choosing `retrieval_weight` and `top_n` on a dev set: the cross-encoder runs once per
+`top_n`, then every weight only re-ranks its stored logits."""
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -14,31 +16,71 @@ from .component import multi_cross_rerankers
 # Up to 8: with NCBI Disease dev, accuracy still rose from 4 to 6 (a weight that large lets the
 # cross-encoder decide only where the retriever's scores are close).
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+# Dev accuracy@1 that fewer candidates may give up for speed: half a point, as for a NIL
+# threshold's link F (`threshold.MIN_GAIN`); less is within a few mentions of a dev set.
+MAX_LOSS = 0.005
 
 
-def tune_retrieval_weight(
-    nlp: Language, gold_docs: List[Doc], weights: Sequence[float] = DEFAULT_WEIGHTS
-) -> Tuple[float, List[Tuple[float, float]], float]:
-    """(the retriever's accuracy@1, [(weight, accuracy@1)], the best weight) on the gold
-    mentions of `gold_docs`; leaves the reranker (and its config) set to the best weight (the smallest of equals)."""
+@dataclass
+class RerankerTuning:
+    retriever: float
+    # (top_n, retrieval_weight, accuracy@1) for every pair tried.
+    rows: List[Tuple[int, float, float]]
+    # Mentions per second of the cross-encoder's pass, per top_n.
+    speeds: Dict[int, float]
+    top_n: int
+    weight: float
+
+    @property
+    def accuracy(self) -> float:
+        return next(acc for n, w, acc in self.rows if (n, w) == (self.top_n, self.weight))
+
+
+def tune_reranker(
+    nlp: Language, gold_docs: List[Doc], weights: Sequence[float] = DEFAULT_WEIGHTS,
+    top_ns: Optional[Sequence[int]] = None, max_loss: float = MAX_LOSS,
+) -> RerankerTuning:
+    """Accuracy@1 on the gold mentions of `gold_docs` for every `top_n` (default: the
+    reranker's own) and weight. Each `top_n` keeps its best weight (the smallest of equals);
+    of those, the smallest `top_n` within `max_loss` of the best accuracy wins, since the
+    cross-encoder's cost follows its candidates. Leaves the reranker (and its config) set so."""
     rerankers = multi_cross_rerankers(nlp)
     if not rerankers:
         raise ArboError("The pipeline has no multi_cross_reranker to tune.")
     if not weights:
         raise ArboError("No retrieval weights to try.")
     reranker = rerankers[-1]
+    top_ns = sorted(set(top_ns or [reranker.settings.top_n]))
+    if top_ns[0] < 1:
+        raise ArboError(f"top_n must be at least 1, not {top_ns[0]}.")
+    if not 0 <= max_loss < 1:
+        raise ArboError(f"max_loss must be in [0, 1), not {max_loss}.")
     docs = link_gold_mentions(nlp, gold_docs, exclude=[reranker.name])
+    n_mentions = sum(len(doc.ents) for doc in docs)
 
     def linked_accuracy() -> float:
         return accuracy(mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs)))
 
     retriever = linked_accuracy()
-    scored = reranker.margins(docs)
-    rows = []
-    for weight in sorted(weights):
-        reranker.configure(retrieval_weight=weight)
-        reranker.set_annotations(docs, reranker.rank(*scored))
-        rows.append((weight, linked_accuracy()))
-    best = max(rows, key=lambda row: row[1])[0]  # max keeps the first, i.e. smallest, of equals
-    reranker.configure(retrieval_weight=best)
-    return retriever, rows, best
+    # Reranking rewrites each span's candidates; every top_n starts from the retriever's.
+    spans = [ent for doc in docs for ent in doc.ents]
+    retrieved = [ent._.kb_candidates for ent in spans]
+    rows, speeds, best_per_n = [], {}, {}
+    for top_n in top_ns:
+        for ent, ranked in zip(spans, retrieved):
+            ent._.kb_candidates = ranked
+        reranker.configure(top_n=top_n)
+        started = time.perf_counter()
+        scored = reranker.margins(docs)
+        elapsed = time.perf_counter() - started
+        speeds[top_n] = n_mentions / elapsed if elapsed > 0 else float("inf")
+        for weight in sorted(weights):
+            reranker.configure(retrieval_weight=weight)
+            reranker.set_annotations(docs, reranker.rank(*scored))
+            rows.append((top_n, weight, linked_accuracy()))
+        # max keeps the first, i.e. smallest, of equal weights.
+        best_per_n[top_n] = max((row for row in rows if row[0] == top_n), key=lambda row: row[2])
+    best = max(acc for _, _, acc in best_per_n.values())
+    top_n, weight, _ = next(row for n, row in best_per_n.items() if row[2] >= best - max_loss)
+    reranker.configure(top_n=top_n, retrieval_weight=weight)
+    return RerankerTuning(retriever, rows, speeds, top_n, weight)
