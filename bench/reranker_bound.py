@@ -21,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 from spacy_arbo.cli import load_pipeline
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
-from spacy_arbo.reranker.component import multi_cross_rerankers
+from spacy_arbo.reranker.component import last_reranker
 from spacy_arbo.reranker.packing import MODES
 
 
@@ -49,10 +49,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     nlp = load_pipeline(args.pipeline)
-    rerankers = multi_cross_rerankers(nlp)
-    if not rerankers:
-        parser.error(f"{args.pipeline} has no multi_cross_reranker")
-    reranker = rerankers[-1]
+    reranker = last_reranker(nlp, args.pipeline)
     docs = link_gold_mentions(nlp, read_docbin(args.data, nlp.vocab), exclude=[reranker.name])
     n_mentions = sum(len(d.ents) for d in docs)
     print(f"{n_mentions} mentions, top {reranker.settings.top_n} candidates, "

@@ -22,7 +22,7 @@ from spacy_arbo.cli import load_pipeline
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.kb.entities import split_ids
-from spacy_arbo.reranker.component import fuse_scores, multi_cross_rerankers
+from spacy_arbo.reranker.component import fuse_scores, last_reranker
 
 SHORT_FORM = re.compile(r"^[A-Z0-9][A-Za-z0-9-]{0,7}$")
 
@@ -45,10 +45,7 @@ def main() -> None:
     parser.add_argument("--output", help="write every mention's row as JSON here")
     args = parser.parse_args()
     nlp = load_pipeline(args.pipeline)
-    rerankers = multi_cross_rerankers(nlp)
-    if not rerankers:
-        parser.error(f"{args.pipeline} has no multi_cross_reranker")
-    reranker = rerankers[-1]
+    reranker = last_reranker(nlp, args.pipeline)
     kb = reranker._require_kb()
     weight = reranker.settings.retrieval_weight
     gold_docs = read_docbin(args.data, nlp.vocab)

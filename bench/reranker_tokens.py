@@ -12,7 +12,7 @@ import argparse
 from spacy_arbo.cli import load_pipeline
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
-from spacy_arbo.reranker.component import multi_cross_rerankers
+from spacy_arbo.reranker.component import last_reranker
 
 
 def main() -> None:
@@ -23,10 +23,7 @@ def main() -> None:
     parser.add_argument("--alias-tokens", type=int, nargs="+", default=[0, 16])
     args = parser.parse_args()
     nlp = load_pipeline(args.pipeline)
-    rerankers = multi_cross_rerankers(nlp)
-    if not rerankers:
-        parser.error(f"{args.pipeline} has no multi_cross_reranker")
-    reranker = rerankers[-1]
+    reranker = last_reranker(nlp, args.pipeline)
     docs = link_gold_mentions(nlp, read_docbin(args.data, nlp.vocab), exclude=[reranker.name])
     available = min((len(e._.kb_candidates or []) for d in docs for e in d.ents), default=0)
     print(f"{sum(len(d.ents) for d in docs)} mentions; the retriever gives at least {available} candidates each")

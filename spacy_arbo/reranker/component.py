@@ -399,3 +399,11 @@ def fuse_scores(margins: Sequence[float], retrieval: Sequence[float], weight: fl
 def multi_cross_rerankers(nlp: Language) -> List[MultiCrossReranker]:
     """The pipeline's multi_cross_reranker components, in pipeline order."""
     return [proc for _, proc in nlp.pipeline if isinstance(proc, MultiCrossReranker)]
+
+
+def last_reranker(nlp: Language, what: str = "The pipeline") -> MultiCrossReranker:
+    """The last multi_cross_reranker, the one that decides; `what` names the pipeline in the error."""
+    rerankers = multi_cross_rerankers(nlp)
+    if not rerankers:
+        raise ArboError(f"{what} has no multi_cross_reranker.")
+    return rerankers[-1]

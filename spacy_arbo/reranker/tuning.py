@@ -11,7 +11,7 @@ from spacy.training import Example
 from ..evaluation import link_gold_mentions
 from ..scoring import accuracy, mention_outcomes
 from ..util import ArboError
-from .component import multi_cross_rerankers
+from .component import last_reranker
 
 # Up to 8: with NCBI Disease dev, accuracy still rose from 4 to 6 (a weight that large lets the
 # cross-encoder decide only where the retriever's scores are close).
@@ -44,12 +44,9 @@ def tune_reranker(
     reranker's own) and weight. Each `top_n` keeps its best weight (the smallest of equals);
     of those, the smallest `top_n` within `max_loss` of the best accuracy wins, since the
     cross-encoder's cost follows its candidates. Leaves the reranker (and its config) set so."""
-    rerankers = multi_cross_rerankers(nlp)
-    if not rerankers:
-        raise ArboError("The pipeline has no multi_cross_reranker to tune.")
+    reranker = last_reranker(nlp)
     if not weights:
         raise ArboError("No retrieval weights to try.")
-    reranker = rerankers[-1]
     top_ns = sorted(set(top_ns or [reranker.settings.top_n]))
     if top_ns[0] < 1:
         raise ArboError(f"top_n must be at least 1, not {top_ns[0]}.")
