@@ -73,10 +73,11 @@ class SpelledOut:
     "diffuse mesangial sclerosis (DMS)") and sit inside mentions ("primary HPT"), where the
     encoder would read letters it cannot resolve."""
 
-    def __init__(self, doc: Doc, forms: Dict[Tuple[int, int], str], corpus_forms: Dict[str, str]) -> None:
+    def __init__(self, text: str, forms: Dict[Tuple[int, int], str], corpus_forms: Dict[str, str]) -> None:
+        """`text`: the doc's text, `forms`: its `LongForms`, `corpus_forms`: `corpus_long_forms`."""
         self.forms = forms
         self.corpus_forms = corpus_forms
-        self.by_text = {doc.text[start:end]: long for (start, end), long in sorted(forms.items())}
+        self.by_text = {text[start:end]: long for (start, end), long in sorted(forms.items())}
         # Longest first, so "T-PLL" is spelt out before a "PLL" inside it.
         alternatives = "|".join(re.escape(short) for short in sorted(self.by_text, key=len, reverse=True))
         self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)") if self.by_text else None

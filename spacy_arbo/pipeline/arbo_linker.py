@@ -374,20 +374,18 @@ class ArboLinker(ConfiguredPipe):
         of its sentence."""
         context = self.settings.context_chars
         units = self.knowledge_units.mentions if "mentions" in self._knowledge_sides() else None
-        per_doc: Dict[int, SpelledOut] = {}
-        texts: Dict[int, str] = {}
+        # Per doc, read once: its text (`Doc.text` joins every token again) and its short forms.
+        per_doc: Dict[int, Tuple[str, Optional[SpelledOut]]] = {}
         inputs = []
         for span in spans:
-            long_form = None
-            if self.settings.use_long_form:
-                spelled = per_doc.get(id(span.doc))
-                if spelled is None:
-                    forms = self._long_form_finder()(span.doc)
-                    spelled = per_doc[id(span.doc)] = SpelledOut(span.doc, forms, self.corpus_long_forms)
-                long_form = spelled(span)
-            text = texts.get(id(span.doc))
-            if text is None:
-                text = texts[id(span.doc)] = span.doc.text
+            cached = per_doc.get(id(span.doc))
+            if cached is None:
+                text = span.doc.text
+                spelled = (SpelledOut(text, self._long_form_finder()(span.doc), self.corpus_long_forms)
+                           if self.settings.use_long_form else None)
+                cached = per_doc[id(span.doc)] = (text, spelled)
+            text, spelled = cached
+            long_form = spelled(span) if spelled is not None else None
             inputs.append(mention_input(span, context, long_form, units(span) if units else (), text))
         return inputs
 

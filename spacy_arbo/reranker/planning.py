@@ -129,7 +129,7 @@ class PairPlanner:
     def _spelled_out(self, doc: Doc) -> SpelledOut:
         if self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
-        return SpelledOut(doc, self._long_forms(doc), {})
+        return SpelledOut(doc.text, self._long_forms(doc), {})
 
     def _sentence_starts(self, doc: Doc) -> List[int]:
         """`doc.sents` when set, else the rule-based sentencizer's, merged where they would

@@ -47,7 +47,7 @@ def read_as(text: str, mentions: list, corpus_forms: dict = None) -> list:
     """What each mention (text, occurrence) is read as."""
     nlp = spacy.blank("en")
     doc = nlp(text)
-    spelled = SpelledOut(doc, LongForms(nlp.vocab)(doc), corpus_forms or {})
+    spelled = SpelledOut(text, LongForms(nlp.vocab)(doc), corpus_forms or {})
     read = []
     for mention, occurrence in mentions:
         found = list(re.finditer(rf"(?<!\w){re.escape(mention)}(?!\w)", text))[occurrence]
