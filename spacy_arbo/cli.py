@@ -266,16 +266,19 @@ def configure_command(args: argparse.Namespace) -> None:
 def pretrain_synonyms_command(args: argparse.Namespace) -> None:
     import numpy as np
 
+    from .encoders.precision import resolve_precision
     from .encoders.transformer import TransformerTower, encoder_path
     from .kb.store import open_store
     from .training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 
     kb = open_store(args.kb_dir)
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
+    tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
     sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
     before = name_alignment(tower, sample)
     losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
                                learning_rate=args.learning_rate, seed=args.seed, max_steps=args.max_steps)
+    tower.set_precision(tower.precision)  # the bf16 copy that measures alignment is remade from the new weights
     after = name_alignment(tower, sample)
     tower.save_pretrained(args.out_dir)
     print(f"{len(losses):,} steps, loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-20:]):.3f}; mean cosine of "
@@ -590,6 +593,8 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--max-length", type=int, default=25, help="word pieces per name")
     cmd.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0: every pair once per epoch)")
     cmd.add_argument("--seed", type=int, default=0)
+    cmd.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
+                     help="auto: bf16 (autocast) where the hardware computes it natively")
     cmd.set_defaults(func=pretrain_synonyms_command)
 
     cmd = commands.add_parser("tune-reranker",

@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ import torch
 from spacy_arbo.cli import main
 from spacy_arbo.encoders.transformer import TransformerTower, encoder_path
 from spacy_arbo.kb.entities import Entity
-from spacy_arbo.kb.store import EntityStore
+from spacy_arbo.kb.store import EntityStore, open_store
 from spacy_arbo.training.synonyms import multi_positive_infonce, name_alignment, pretrain_synonyms, synonym_pairs
 from spacy_arbo.util import ArboError
 
@@ -61,3 +62,18 @@ def test_cli_writes_an_encoder_a_retriever_can_start_from(tmp_path, tiny_bert_di
     assert encoder_path(str(out)) == str(out)
     tower = TransformerTower.from_pretrained(encoder_path(str(out)), "mean", 16, use_markers=True)
     assert tower.dim == 32 and "[START]" in tower.tokenizer.get_vocab()
+
+
+def test_cli_measures_bf16_pretraining_on_the_trained_weights(tmp_path, tiny_bert_dir, toy_kb_dir, capsys):
+    """The alignment printed after bf16 training is the saved encoder's, not that of the bf16
+    copy made for the measurement before training."""
+    out = tmp_path / "synonyms"
+    assert main(["pretrain-synonyms", str(toy_kb_dir), str(out), "--encoder", str(tiny_bert_dir), "--epochs", "40",
+                 "--batch-size", "8", "--max-length", "16", "--learning-rate", "1e-3", "--precision", "bf16"]) == 0
+    printed = capsys.readouterr().out
+    same_before, same_after, other_before, other_after = (float(x) for x in re.search(
+        r"synonyms ([\d.-]+) -> ([\d.-]+), of other names ([\d.-]+) -> ([\d.-]+)", printed).groups())
+    sample = synonym_pairs(open_store(toy_kb_dir), np.random.default_rng(1))[:2000]
+    saved = TransformerTower.from_pretrained(str(out), "mean", 16, use_markers=False)
+    assert name_alignment(saved, sample) == pytest.approx((same_after, other_after), abs=0.02)
+    assert same_after - other_after > same_before - other_before + 0.3
