@@ -14,8 +14,9 @@ recognizer it also sends the recognizer's false mentions to NIL, which gold ment
 show: `end_to_end` chooses it by end-to-end link F (exact span and id set) on the mentions the
 pipeline's own recognizer finds in the dev texts.
 """
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -25,6 +26,7 @@ from spacy.training import Example
 
 from .evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
 from .kb.entities import NIL
+from .pipeline.arbo_linker import arbo_linkers
 from .scoring import accuracy, link_prf, mention_outcomes
 from .util import ArboError
 
@@ -56,11 +58,11 @@ def tune_threshold(nlp: Language, gold_docs: List[Doc], min_gain: float = MIN_GA
         raise ArboError(f"min_gain is a difference of link F in [0, 1), got {min_gain}.")
     component = deciding_component(nlp)
     component.configure(threshold=None)
-    scores, score_at = (_end_to_end_scorer if end_to_end else _gold_mention_scorer)(nlp, gold_docs)
-    if not scores:
-        raise ArboError("The dev set has no linked mentions to choose a threshold on.")
-    thresholds: List[Optional[float]] = [None] + sorted({float(q) for q in np.quantile(scores, QUANTILES)})
-    rows = [(t, *score_at(t)) for t in thresholds]
+    with (_end_to_end_scorer if end_to_end else _gold_mention_scorer)(nlp, gold_docs) as (scores, score_at):
+        if not scores:
+            raise ArboError("The dev set has no linked mentions to choose a threshold on.")
+        thresholds: List[Optional[float]] = [None] + sorted({float(q) for q in np.quantile(scores, QUANTILES)})
+        rows = [(t, *score_at(t)) for t in thresholds]
     best, best_f, _ = max(rows, key=lambda row: row[1])  # max keeps the first of equals
     if best_f - rows[0][1] < min_gain:
         best = None
@@ -71,7 +73,8 @@ def tune_threshold(nlp: Language, gold_docs: List[Doc], min_gain: float = MIN_GA
 Scorer = Callable[[Optional[float]], Tuple[float, float]]
 
 
-def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[float], Scorer]:
+@contextmanager
+def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc]) -> Iterator[Tuple[List[float], Scorer]]:
     """One pass without a threshold: a threshold only turns links below it into NILs."""
     docs = link_gold_mentions(nlp, gold_docs)
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs))
@@ -83,12 +86,14 @@ def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[floa
         ]
         return link_prf(thresholded)["nel_micro_f"], accuracy(thresholded)
 
-    return [o.score for o in outcomes if o.score is not None], score_at
+    yield [o.score for o in outcomes if o.score is not None], score_at
 
 
-def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[float], Scorer]:
+@contextmanager
+def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc]) -> Iterator[Tuple[List[float], Scorer]]:
     """The recognizer runs once; the components after it run again at each threshold, since
-    what follows the deciding component (a link memory, composite parts) may undo a NIL."""
+    what follows the deciding component (a link memory, composite parts) may undo a NIL, but
+    the linkers encode each mention once."""
     recognized, linkers = recognize_mentions(nlp, gold_docs)
     gold_links = end_to_end_links(gold_docs)
 
@@ -96,13 +101,15 @@ def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc]) -> Tuple[List[float]
         deciding_component(nlp).configure(threshold=threshold)
         return list(run_components(nlp, linkers, [doc.copy() for doc in recognized]))
 
-    unthresholded = link(None)
+    with ExitStack() as reusing:
+        for linker in arbo_linkers(nlp):
+            reusing.enter_context(linker.reusing_mention_vectors())
+        unthresholded = link(None)
 
-    def score_at(threshold: Optional[float]) -> Tuple[float, float]:
-        prf = PRFScore()
-        prf.score_set(end_to_end_links(unthresholded if threshold is None else link(threshold)), gold_links)
-        return prf.fscore, prf.recall
+        def score_at(threshold: Optional[float]) -> Tuple[float, float]:
+            prf = PRFScore()
+            prf.score_set(end_to_end_links(unthresholded if threshold is None else link(threshold)), gold_links)
+            return prf.fscore, prf.recall
 
-    scores = [e._.kb_candidates[0][1] for doc in unthresholded for e in doc.ents
-              if e.has_extension("kb_candidates") and e._.kb_candidates]
-    return scores, score_at
+        yield [e._.kb_candidates[0][1] for doc in unthresholded for e in doc.ents
+               if e.has_extension("kb_candidates") and e._.kb_candidates], score_at

@@ -375,10 +375,23 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1
 
 
-def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys):
+def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys, monkeypatch):
     """The recognizer's false "children" gets a link from the toy KB; on gold mentions no
-    threshold can see it, end to end the chosen one makes it NIL (e2e P 2/3 -> 1)."""
+    threshold can see it, end to end the chosen one makes it NIL (e2e P 2/3 -> 1). The linker
+    runs at every threshold but encodes each mention it reads once."""
     import spacy
+
+    import spacy_arbo.pipeline.arbo_linker as arbo_linker_module
+
+    encoded = []
+
+    def counting(items, *args, **kwargs):
+        if "mentions" in kwargs.get("desc", ""):
+            encoded.extend(items)
+        return encode_by_length(items, *args, **kwargs)
+
+    encode_by_length = arbo_linker_module.encode_by_length
+    monkeypatch.setattr(arbo_linker_module, "encode_by_length", counting)
 
     tmp = linked
     recognizer = spacy.blank("en")
@@ -391,6 +404,8 @@ def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys):
     assert f"--end-to-end: {tmp / 'pipeline'}: " in err and "no component that finds mentions" in err
     assert main(["tune-threshold", str(tmp / "e2e"), str(tmp / "test.spacy"), "--end-to-end",
                  "--output", str(tmp / "tuned")]) == 0
+    # Both "Fever"s read the same (no context characters): one vector serves them.
+    assert sorted(m.mention for m in encoded) == ["Fever", "children"]
     out = capsys.readouterr().out
     assert "| threshold | e2e_f | e2e_r |" in out and "| none | 0.6667 | 0.6667 |" in out
     threshold = spacy.load(tmp / "tuned").get_pipe("arbo_linker").cfg["threshold"]

@@ -1,9 +1,10 @@
 """`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them."""
 import logging
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import srsly
@@ -192,6 +193,8 @@ class ArboLinker(ConfiguredPipe):
         self._updates = 0
         self._corpus_encoded_at: Optional[int] = None
         self._rng = np.random.default_rng(settings.seed)
+        # Mention vectors kept across passes, inside `reusing_mention_vectors` only.
+        self._mention_vectors: Optional[Dict[MentionInput, np.ndarray]] = None
 
     def _settings_changed(self) -> None:
         if self.retriever is not None and self.retriever.configure(self.settings):
@@ -390,10 +393,27 @@ class ArboLinker(ConfiguredPipe):
         return inputs
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
-        return encode_by_length(
-            mentions, lambda batch: self.model.ops.to_numpy(self.model.predict((batch, []))[0]),
+        kept = self._mention_vectors
+        unseen = list(mentions) if kept is None else [m for m in dict.fromkeys(mentions) if m not in kept]
+        vectors = encode_by_length(
+            unseen, lambda batch: self.model.ops.to_numpy(self.model.predict((batch, []))[0]),
             lambda m: len(m.left) + len(m.mention) + len(m.right), self._encoder().dim,
             self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding mentions")
+        if kept is None:
+            return vectors
+        kept.update(zip(unseen, vectors))
+        return np.stack([kept[m] for m in mentions]) if mentions else vectors
+
+    @contextmanager
+    def reusing_mention_vectors(self) -> Iterator[None]:
+        """Within the block a mention read again (the same text, context and long form) is not
+        encoded again: for passes over the same docs that differ only after the encoder, such as
+        each threshold of `tune-threshold --end-to-end`. The weights must not change inside."""
+        self._mention_vectors = {}
+        try:
+            yield
+        finally:
+            self._mention_vectors = None
 
     def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray:
         return encode_by_length(
