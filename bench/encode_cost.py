@@ -15,12 +15,14 @@ of weights).
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List
 
 import spacy
 
+from spacy_arbo.cli import reporting_errors
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.evaluation import evaluate_linking
 
@@ -80,4 +82,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(reporting_errors(main))

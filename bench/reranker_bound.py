@@ -12,13 +12,14 @@ each mode (the same weights, candidates and batch_tokens); `seconds` is `margins
 and the model), profiled once more for the share of scaled-dot-product attention.
 """
 import argparse
+import sys
 import time
 from typing import Dict
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from spacy_arbo.cli import load_pipeline
+from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.reranker.component import last_reranker
@@ -78,4 +79,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(reporting_errors(main))

@@ -13,12 +13,13 @@ training, a text that is exactly one of the gold's names. Examples of each group
 import argparse
 import json
 import re
+import sys
 from collections import Counter, defaultdict
 from typing import Dict, List, Set
 
 import numpy as np
 
-from spacy_arbo.cli import load_pipeline
+from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.kb.entities import split_ids
@@ -106,4 +107,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(reporting_errors(main))

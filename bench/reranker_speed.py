@@ -16,6 +16,7 @@ test passes: on a CPU, time follows it, so `base tokens / mode tokens` bounds th
 """
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -26,6 +27,7 @@ from spacy.language import Language
 from spacy.training import Example
 from thinc.api import Adam
 
+from spacy_arbo.cli import reporting_errors
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.encoders.transformer import default_encoder_path
 from spacy_arbo.pipeline.gold_ents import strip_links
@@ -152,4 +154,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(reporting_errors(main))

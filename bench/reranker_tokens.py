@@ -8,8 +8,9 @@ bounds how much faster multi can be. Only the packing runs (no model pass): the 
 retriever supplies the candidates of the gold mentions, the reranker plans the passes.
 """
 import argparse
+import sys
 
-from spacy_arbo.cli import load_pipeline
+from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.reranker.component import last_reranker
@@ -42,4 +43,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(reporting_errors(main))

@@ -12,11 +12,12 @@ Run from the repository root with the package installed (`pip install -e .`).
 """
 import argparse
 import json
+import sys
 from typing import Optional
 
 import spacy
 
-from spacy_arbo.cli import apply_settings
+from spacy_arbo.cli import apply_settings, reporting_errors
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import evaluate_linking
 from spacy_arbo.linking.clustering import GRAPHS
@@ -75,4 +76,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(reporting_errors(main))

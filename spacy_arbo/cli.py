@@ -2,7 +2,7 @@
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .util import ArboError, atomic_path
 
@@ -671,11 +671,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run a command; a bad input (ArboError) or a file that cannot be read or written
-    (OSError) is one line on stderr and exit code 1, not a traceback."""
+    """Run a command (see `reporting_errors`)."""
     args = _parser().parse_args(argv)
+    return reporting_errors(lambda: args.func(args))
+
+
+def reporting_errors(run: Callable[[], Any]) -> int:
+    """Call `run`; a bad input (ArboError) or a file that cannot be read or written (OSError)
+    is one line on stderr and exit code 1, not a traceback. Also for the scripts in bench/."""
     try:
-        args.func(args)
+        run()
     except ArboError as err:
         return _fail(str(err))
     except OSError as err:

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -510,3 +511,13 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
                      "--metric", metric]) == 1
         assert f"{tmp / 'empty.spacy'} has no gold mentions" in capsys.readouterr().err
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]  # the earlier choice is kept
+
+
+@pytest.mark.parametrize("script", ["reranker_bound.py", "reranker_errors.py", "reranker_tokens.py"])
+def test_bench_scripts_report_bad_input_in_one_line(linked, script):
+    """A pipeline without a reranker is an error message, not a traceback (`reporting_errors`)."""
+    bench = Path(__file__).parent.parent / "bench" / script
+    run = subprocess.run([sys.executable, str(bench), str(linked / "pipeline"), str(linked / "test.spacy")],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr == f"error: {linked / 'pipeline'} has no multi_cross_reranker.\n"
