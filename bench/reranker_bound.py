@@ -2,7 +2,11 @@
 what the attention kernel takes of the time.
 
     python bench/reranker_bound.py training/ncbi/reranker/model-best corpus/ncbi/test.spacy \
-        [--modes base parallel multi passage] [--precisions fp32 bf16] [--threads 2]
+        [--modes base parallel multi passage] [--precisions fp32 bf16] [--threads 2] [--attention matmul]
+
+`--attention matmul` replaces `scaled_dot_product_attention`, in bf16 passes without gradient,
+with two bf16 matmuls and a softmax (faster than the kernel alone on a CPU with bf16 matmuls,
+`bench/attention_kernel.py`), to see what that buys a whole mode.
 
 `bench/reranker_tokens.py` counts the tokens of the passes: on a CPU the linear layers'
 work follows them, so base tokens / mode tokens bounds a mode's speedup. Attention does not
@@ -19,11 +23,24 @@ from typing import Dict
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from attention_kernel import by_matmuls
+
 from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.reranker.component import last_reranker
 from spacy_arbo.reranker.packing import MODES
+
+
+def matmul_attention(kernel):
+    """`kernel` (scaled_dot_product_attention) for everything but bf16 passes without gradient
+    with an additive mask (BERT's), which get `attention_kernel.by_matmuls`."""
+    def attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
+        if (q.dtype != torch.bfloat16 or torch.is_grad_enabled() or is_causal or dropout_p or kwargs
+                or scale is not None or attn_mask is None or attn_mask.dtype != q.dtype):
+            return kernel(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kwargs)
+        return by_matmuls(q, k, v, attn_mask)
+    return attention
 
 
 def attention_share(run) -> float:
@@ -44,11 +61,16 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--attention", choices=["sdpa", "matmul"], default="sdpa",
+                        help="matmul: bf16 attention as two matmuls and a softmax (see above)")
     args = parser.parse_args()
     if "base" not in args.modes:
         parser.error("--modes must include base: the bound is against it")
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.attention == "matmul":
+        torch.nn.functional.scaled_dot_product_attention = matmul_attention(
+            torch.nn.functional.scaled_dot_product_attention)
     nlp = load_pipeline(args.pipeline)
     reranker = last_reranker(nlp, args.pipeline)
     docs = link_gold_mentions(nlp, read_docbin(args.data, nlp.vocab), exclude=[reranker.name])
