@@ -60,6 +60,7 @@ class RerankerSettings(PairText):
     definition_tokens: int = 0
     alias_tokens: int = 0
     use_long_form: bool = True
+    parent_tokens: int = 0
     mode: str = "multi"
     top_n: int = 5
     threshold: Optional[float] = None
@@ -79,7 +80,8 @@ class RerankerSettings(PairText):
         check_at_least(1, top_n=self.top_n, max_mention_tokens=self.max_mention_tokens,
                        max_entities_per_mention=self.max_entities_per_mention,
                        max_name_tokens=self.max_name_tokens, batch_tokens=self.batch_tokens)
-        check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens)
+        check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens,
+                       parent_tokens=self.parent_tokens)
         if self.listwise_weight < 0:
             raise ArboError(f"listwise_weight takes a number >= 0; got {self.listwise_weight!r}.")
 
@@ -195,7 +197,7 @@ class MultiCrossReranker(ConfiguredPipe):
             raise ArboError(
                 f"'{self.name}': a pair may take {self.settings.longest_pair} tokens, more than the context window "
                 f"of {window} allows with [CLS] and [SEP]: lower max_mention_tokens, max_name_tokens, "
-                "alias_tokens or definition_tokens."
+                "alias_tokens, parent_tokens or definition_tokens."
             )
 
     # Inputs ----------------------------------------------------------------------------

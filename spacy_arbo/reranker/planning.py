@@ -25,18 +25,21 @@ Owners = List[Tuple[int, int, int]]
 @dataclass(frozen=True)
 class PairText:
     """How much of each part a pair may take, in tokens; `alias_tokens` adds the
-    candidate's alias most like the mention, `definition_tokens` the start of its definition."""
+    candidate's alias most like the mention, `parent_tokens` its parents' names (where
+    it sits in the hierarchy), `definition_tokens` the start of its definition."""
 
     max_mention_tokens: int
     max_name_tokens: int
     definition_tokens: int
     alias_tokens: int
     use_long_form: bool
+    parent_tokens: int
 
     @property
     def longest_pair(self) -> int:
         """`m [MASK] c [SEP]` at its longest."""
-        return self.max_mention_tokens + self.max_name_tokens + self.alias_tokens + self.definition_tokens + 2
+        return (self.max_mention_tokens + self.max_name_tokens + self.alias_tokens + self.parent_tokens
+                + self.definition_tokens + 2)
 
 
 class PairPlanner:
@@ -50,6 +53,7 @@ class PairPlanner:
         # Cached whole, cut at use: the caches stay valid when the token budgets change.
         self._names: Dict[str, List[int]] = {}
         self._definitions: Dict[str, List[int]] = {}
+        self._parents: Dict[str, List[int]] = {}
         self._aliases: Dict[str, List[int]] = {}
         self._sentencizer = Sentencizer()
         self._long_forms: Optional[LongForms] = None
@@ -62,7 +66,7 @@ class PairPlanner:
         """The passes that score `candidates[d][e]` (ids for the e-th entity of doc d), and
         for each pair index, its (doc, entity, candidate) numbers."""
         if kb is not self._kb:
-            self._names, self._definitions, self._kb = {}, {}, kb
+            self._names, self._definitions, self._parents, self._kb = {}, {}, {}, kb
         self._tokenize_entities({kb_id for per_doc in candidates for ids in per_doc for kb_id in ids}, kb, text)
         records, texts, surfaces = [], [], {}
         for d, doc in enumerate(docs):
@@ -95,6 +99,7 @@ class PairPlanner:
                 pairs = []
                 for c, kb_id in enumerate(candidates[d][e]):
                     candidate = (self._names[kb_id][: text.max_name_tokens] + suffixes.get((surfaces[d, e], kb_id), [])
+                                 + self._parents.get(kb_id, [])[: text.parent_tokens]
                                  + self._definitions.get(kb_id, [])[: text.definition_tokens])
                     pairs.append(Pair(len(owners), mention, candidate))
                     owners.append((d, e, c))
@@ -103,13 +108,18 @@ class PairPlanner:
         return pack(sentences, mode, self.window, self.specials), owners
 
     def _tokenize_entities(self, kb_ids: Iterable[str], kb: BaseEntityStore, text: PairText) -> None:
-        """Tokenize (once) each candidate's name and, with `definition_tokens`, `: definition`."""
+        """Tokenize (once) each candidate's name and, with `parent_tokens`, `< parent; parent`
+        (the parents the KB holds), with `definition_tokens`, `: definition`."""
         ids = sorted(set(kb_ids))
         unknown = [i for i in ids if i not in self._names and i not in kb]
         if unknown:
             raise ArboError(f"candidate ids {unknown[:5]} are not in the reranker's KB.")
         names = [i for i in ids if i not in self._names]
         self._names.update(zip(names, self.tokenize([kb[i].name for i in names])))
+        if text.parent_tokens:
+            parented = {i: [kb[p].name for p in kb[i].parents if p in kb] for i in ids if i not in self._parents}
+            parented = {i: names for i, names in parented.items() if names}
+            self._parents.update(zip(parented, self.tokenize([f"< {'; '.join(n)}" for n in parented.values()])))
         if text.definition_tokens:
             defined = [i for i in ids if i not in self._definitions and kb[i].definition]
             self._definitions.update(zip(defined, self.tokenize([f": {kb[i].definition}" for i in defined])))

@@ -9,6 +9,7 @@ from thinc.api import Adam
 
 from spacy_arbo.pipeline.gold_ents import strip_links
 from spacy_arbo.kb.entities import NIL, Entity
+from spacy_arbo.kb.store import EntityStore
 from scipy.special import expit
 
 from spacy_arbo.reranker.component import fuse_scores, with_gold
@@ -337,6 +338,28 @@ def test_candidate_text_is_the_name_the_closest_alias_and_the_definition(tiny_be
     # ":" is not in the toy vocabulary.
     assert candidate_text("pyrexia", alias_tokens=2, definition_tokens=2) == "fever ; p [UNK] b"
     assert candidate_text("pyrexia", definition_tokens=64) == "fever [UNK] body temperature above normal."
+
+
+def test_candidate_text_can_name_the_parents(tiny_bert_dir, toy_kb):
+    kb = EntityStore([toy_kb[i] for i in toy_kb.ids if i != "MESH:D005334"]
+                     + [Entity("MESH:D005334", "Fever", ("pyrexia",), parents=("MESH:D003371", "MESH:D006333", "MESH:X"))],
+                     source="toy")
+    nlp = make_reranker_nlp(tiny_bert_dir, kb, top_n=2, parent_tokens=5)
+    reranker = nlp.get_pipe("multi_cross_reranker")
+    tokenizer = get_module(reranker.model).tokenizer
+    doc = make_doc(nlp, "The pyrexia came back.", [("pyrexia", "")], with_ids=False)
+    doc.ents[0]._.kb_candidates = [("MESH:D005334", 1.0), ("MESH:D003371", 0.5)]
+
+    def candidate_texts():
+        (packed,), _ = reranker.plan([doc], candidate_ids([doc]))
+        ids = packed.input_ids
+        return [tokenizer.decode(ids[m + 1: ids.index(tokenizer.sep_token_id, m)]) for m in packed.mask_positions]
+
+    # "<" is not in the toy vocabulary; the parent the KB lacks is left out, and Cough has none.
+    assert candidate_texts() == ["fever [UNK] cough ; heart failure", "cough"]
+    assert reranker.settings.longest_pair == 16 + 24 + 0 + 5 + 0 + 2
+    reranker.configure(parent_tokens=2)
+    assert candidate_texts() == ["fever [UNK] cough", "cough"]
 
 
 def test_alias_tokens_can_change_after_the_aliases_are_cached(tiny_bert_dir, toy_kb):
