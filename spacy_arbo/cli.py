@@ -278,7 +278,6 @@ def pretrain_synonyms_command(args: argparse.Namespace) -> None:
     before = name_alignment(tower, sample)
     losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
                                learning_rate=args.learning_rate, seed=args.seed, max_steps=args.max_steps)
-    tower.set_precision(tower.precision)  # the bf16 copy that measures alignment is remade from the new weights
     after = name_alignment(tower, sample)
     tower.save_pretrained(args.out_dir)
     print(f"{len(losses):,} steps, loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-20:]):.3f}; mean cosine of "

@@ -107,6 +107,10 @@ class GraphTower(Tower):
 
     # Tower interface -------------------------------------------------------------
 
+    @property
+    def precision(self) -> str:
+        return self.tower.precision
+
     def set_precision(self, precision: str) -> None:
         self.tower.set_precision(precision)
 

@@ -15,6 +15,8 @@ class Tower(nn.Module):
     """
 
     kind: str = ""
+    # What `set_precision` last set; towers without a transformer stay fp32.
+    precision: str = "fp32"
 
     @property
     def dim(self) -> int:

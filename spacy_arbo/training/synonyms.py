@@ -109,6 +109,7 @@ def pretrain_synonyms(
                 bar.update(1)
                 bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
     tower.eval()
+    tower.set_precision(tower.precision)  # low-precision copies of the old weights are remade before use
     return losses
 
 
