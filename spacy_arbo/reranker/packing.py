@@ -116,7 +116,8 @@ def _mention_contexts(sentence: Sentence, max_length: int) -> Iterator[Tuple[boo
         if budget < 0:
             raise ArboError(
                 f"A (mention, candidate) pair of {longest} tokens cannot fit a context window of "
-                f"{max_length}: lower max_mention_tokens / max_name_tokens / alias_tokens / parent_tokens / definition_tokens."
+                f"{max_length}: lower max_mention_tokens / max_name_tokens / alias_tokens / parent_tokens / "
+                "definition_tokens."
             )
         if len(sentence.ids) <= budget:
             yield True, sentence.ids, mention

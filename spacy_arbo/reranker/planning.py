@@ -117,9 +117,10 @@ class PairPlanner:
         names = [i for i in ids if i not in self._names]
         self._names.update(zip(names, self.tokenize([kb[i].name for i in names])))
         if text.parent_tokens:
-            parented = {i: [kb[p].name for p in kb[i].parents if p in kb] for i in ids if i not in self._parents}
-            parented = {i: names for i, names in parented.items() if names}
-            self._parents.update(zip(parented, self.tokenize([f"< {'; '.join(n)}" for n in parented.values()])))
+            listed = {i: "; ".join(kb[p].name for p in kb[i].parents if p in kb) for i in ids if i not in self._parents}
+            self._parents.update({i: [] for i, parents in listed.items() if not parents})
+            shown = [i for i, parents in listed.items() if parents]
+            self._parents.update(zip(shown, self.tokenize([f"< {listed[i]}" for i in shown])))
         if text.definition_tokens:
             defined = [i for i in ids if i not in self._definitions and kb[i].definition]
             self._definitions.update(zip(defined, self.tokenize([f": {kb[i].definition}" for i in defined])))
