@@ -19,8 +19,7 @@ import torch
 from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.encoders.transformer import TransformerTower
-from spacy_arbo.evaluation import evaluate_linking
-from spacy_arbo.kb.entities import split_ids
+from spacy_arbo.evaluation import evaluate_linking, gold_id_set
 from spacy_arbo.torch_model import get_module
 from spacy_arbo.util import ArboError
 
@@ -56,7 +55,7 @@ def main() -> None:
     if set(trained) != set(pretrained):
         raise ArboError(f"{args.pipeline}: the two towers have different architectures.")
     gold = read_docbin(args.data, nlp.vocab)
-    seen = {i for doc in read_docbin(args.seen_from, nlp.vocab) for ent in doc.ents for i in split_ids(ent.kb_id_)}
+    seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab))
     for alpha in args.alphas:
         with torch.no_grad():
             mention.load_state_dict(interpolated(trained, pretrained, alpha))
