@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="cost: timed passes of each tower")
     parser.add_argument("--steps", type=int, default=100, help="ablation: updates per variant")
     parser.add_argument("--learn-rate-scale", type=float, default=20.0,
-                        help="ablation: the graph's learning rate over the tower's (the README's table used 20)")
+                        help="ablation: the graph's learning rate over the tower's (the table in docs/results.md used 20)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--workdir", default="training/graph_ablation", help="ablation: where pipelines go")

@@ -7,7 +7,7 @@ on dev is the calibrated one; accuracy@1, which counts a NIL as wrong for a link
 mention, can only fall (both are reported). A threshold must beat none by `min_gain` link F,
 though: on a dev set of about 800 mentions a smaller gain is two or three mentions, within the
 noise, and on NCBI Disease such thresholds cost up to 3.6 points of test accuracy for no link F
-(see the README's Results).
+(see docs/results.md).
 
 On gold mentions a threshold can only trade right links for fewer wrong ones. Behind a
 recognizer it also sends the recognizer's false mentions to NIL, which gold mentions cannot

@@ -239,7 +239,7 @@ def test_configure_stores_settings_that_evaluate_then_uses(linked, capsys):
     # In place, as the workflow does after training.
     assert main(["configure", str(tmp / "aliases"), str(tmp / "aliases"), "--set", "index_aliases=false"]) == 0
     assert spacy.load(tmp / "aliases").get_pipe("arbo_linker").retriever.dense.ntotal == 2
-    # A KB index built fast: int8 in batches of 128 (see the README's performance section).
+    # A KB index built fast: int8 in batches of 128 (see docs/performance.md).
     assert main(["configure", str(tmp / "aliases"), str(tmp / "int8"), "--set", "precision=int8",
                  "--set", "batch_size=128"]) == 0
     settings = spacy.load(tmp / "int8").get_pipe("arbo_linker").settings

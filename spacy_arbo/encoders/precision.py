@@ -6,7 +6,7 @@ fp32, and its vectors stay within 1e-4 cosine of the fp32 ones; elsewhere bf16 i
 and slower, so "auto" keeps fp32 there. "int8" runs the passes without gradient on an int8
 ONNX Runtime copy (`quantized.py`), three times as fast as fp32 on a CPU but 0 to 2 points
 of accuracy lower depending on the model, so only on request; its passes with gradient run
-as "auto"'s (see the README's performance section).
+as "auto"'s (see docs/performance.md).
 """
 import copy
 from functools import lru_cache

@@ -4,8 +4,8 @@ ONNX Runtime's dynamic quantization (int8 weights per output channel, activation
 quantized per batch) runs MiniLM about three times as fast as torch fp32 on a CPU, with
 vectors within about 0.01 cosine of the fp32 ones; torch's own dynamic quantization
 (weights per tensor) moved them by 0.08 and was dropped. Only passes without gradient use
-it: index builds, refreshes during training, linking and reranking (see the README's
-performance section for what it costs in accuracy).
+it: index builds, refreshes during training, linking and reranking (see
+docs/performance.md for what it costs in accuracy).
 """
 import logging
 import tempfile

@@ -308,7 +308,7 @@ class Proxy(EntityEdges):
     With `share_negatives` (ours, not the paper's), every entity the update encodes but a
     mention's own gold one is that mention's negative: the batch's other gold entities and
     everyone's sampled negatives, so each mention meets about batch x k negatives for the
-    cost of encoding k per mention. Measured limits (NCBI Disease, 6 CPU minutes, README's
+    cost of encoding k per mention. Measured limits (NCBI Disease, 6 CPU minutes, docs/results.md,
     Training objectives): with mined shared negatives and delta 0.6, dev recall@1 within a
     point of hard negatives on entity names but 2.5 below with alias vectors; the settings
     measured further behind warn (`measured_limits`)."""
@@ -403,7 +403,7 @@ class Adversarial(Objective):
             return (f"{cost}; around the proxy loss with 16 negatives it took 36 s per update and ran out of 23 GB "
                     f"within 6 minutes. Base it on hard_negatives.v1 (configs/retriever_fgsm.cfg).")
         return (f"{cost}; around hard negatives it stayed 4 points of dev recall@1 below them at equal CPU time "
-                f"on NCBI Disease (see the README's objectives section).")
+                f"on NCBI Disease (see docs/results.md, Training objectives).")
 
     def __call__(self, state: TrainingState, batch: TrainingBatch) -> torch.Tensor:
         mentions, rows, gold, negatives = self.base.edges(state, batch)

@@ -160,7 +160,7 @@ def test_tuning_keeps_the_memory_only_when_it_helps_on_dev(toy_kb_dir):
 @pytest.mark.slow
 def test_real_ncbi_memory_of_train_links_test_mentions(data_dir, tmp_path):
     """NCBI Disease test mentions whose text train annotates: train's majority id is nearly
-    always right (what the dense retriever misses: README, Link memory)."""
+    always right (what the dense retriever misses: docs/results.md, Link memory)."""
     from spacy_arbo.corpora import convert_named_corpus, read_docbin
     from spacy_arbo.kb.readers import read_kb
 
