@@ -134,6 +134,16 @@ def convert_corpus_command(args: argparse.Namespace) -> None:
         print(f"Wrote {result.output}")
 
 
+def join_corpora_command(args: argparse.Namespace) -> None:
+    import spacy
+
+    from .corpora import join_docbins
+
+    counts = join_docbins(args.inputs, args.output, spacy.blank("en").vocab)
+    parts = ", ".join(f"{path} ({n:,})" for path, n in counts)
+    print(f"Wrote {args.output}: {sum(n for _, n in counts):,} documents from {parts}")
+
+
 def index_kb_command(args: argparse.Namespace) -> None:
     from .kb.store import open_store
 
@@ -515,6 +525,12 @@ def _parser() -> argparse.ArgumentParser:
     cmd.add_argument("--train-limit", type=int, default=0, help="keep only the first N training documents")
     cmd.add_argument("--eval-limit", type=int, default=0, help="keep only the first N dev and test documents")
     cmd.set_defaults(func=convert_corpus_command)
+
+    cmd = commands.add_parser("join-corpora", help="write the documents of several .spacy files as one (a training set "
+                                                   "from two corpora; a document in two inputs is an error)")
+    cmd.add_argument("output", help="output .spacy file")
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT.spacy")
+    cmd.set_defaults(func=join_corpora_command)
 
     cmd = commands.add_parser("index-kb", help="encode a KB with a pipeline's encoder and store the index beside it")
     cmd.add_argument("pipeline")

@@ -330,6 +330,25 @@ def test_convert_corpus_limits_and_missing_files(bc5cdr_assets, capsys):
     assert not (tmp / "ncbi").exists()
 
 
+def test_join_corpora_writes_one_training_set(bc5cdr_assets, capsys):
+    import spacy
+
+    from spacy_arbo.corpora import read_docbin
+
+    tmp = bc5cdr_assets
+    out = tmp / "corpus" / "bc5cdr"
+    assert main(["convert-corpus", "bc5cdr", str(tmp / "assets"), str(out)]) == 0
+    capsys.readouterr()
+    joined = tmp / "corpus" / "joined.spacy"
+    assert main(["join-corpora", str(joined), str(out / "train.spacy"), str(out / "dev.spacy")]) == 0
+    assert capsys.readouterr().out == (
+        f"Wrote {joined}: 2 documents from {out / 'train.spacy'} (1), {out / 'dev.spacy'} (1)\n")
+    assert [d.user_data["doc_id"] for d in read_docbin(joined, spacy.blank("en").vocab)] == ["11", "22"]
+    # dev and test are the same documents: joining them would count each twice.
+    assert main(["join-corpora", str(tmp / "leak.spacy"), str(out / "dev.spacy"), str(out / "test.spacy")]) == 1
+    assert "is in both" in capsys.readouterr().err and not (tmp / "leak.spacy").exists()
+
+
 def test_convert_corpus_unknown_name_lists_the_names(tmp_path, capsys):
     assert main(["convert-corpus", "bc5", str(tmp_path), str(tmp_path / "out")]) == 1
     assert capsys.readouterr().err == "error: Unknown corpus 'bc5'; known corpora: ncbi, bc5cdr.\n"

@@ -7,7 +7,7 @@ from spacy.training import Example
 from spacy.util import registry
 
 from spacy_arbo.corpora import (
-    ConversionReport, convert_corpus, guess_corpus_format, read_blink_jsonl, read_pubtator,
+    ConversionReport, convert_corpus, guess_corpus_format, join_docbins, read_blink_jsonl, read_pubtator,
     split_ids, write_docbin,
 )
 from spacy_arbo.kb.entities import NIL, Entity
@@ -229,6 +229,31 @@ def test_docbin_round_trip(corpus, tmp_path):
     assert [[s.text for s in d.sents] for d in loaded] == [[s.text for s in d.sents] for d in docs]
     assert [d.user_data["doc_id"] for d in loaded] == ["100", "200"]
     assert not list(out.parent.glob(".*"))  # no temporary left behind
+
+
+def test_join_docbins_keeps_every_document_in_order(corpus, tmp_path):
+    docs, _ = convert_corpus(corpus)
+    write_docbin(docs[:1], tmp_path / "a.spacy")
+    write_docbin(docs[1:], tmp_path / "b.spacy")
+    counts = join_docbins([tmp_path / "b.spacy", tmp_path / "a.spacy"], tmp_path / "ab.spacy", spacy.blank("en").vocab)
+    assert counts == [(tmp_path / "b.spacy", 1), (tmp_path / "a.spacy", 1)]
+    joined = list(DocBin().from_disk(tmp_path / "ab.spacy").get_docs(spacy.blank("en").vocab))
+    assert [d.user_data["doc_id"] for d in joined] == ["200", "100"]
+    assert [ents(d) for d in joined] == [ents(docs[1]), ents(docs[0])]
+
+
+def test_join_docbins_refuses_a_document_twice_and_its_own_output(corpus, tmp_path):
+    docs, _ = convert_corpus(corpus)
+    write_docbin(docs, tmp_path / "a.spacy")
+    write_docbin(docs[1:], tmp_path / "b.spacy")
+    vocab = spacy.blank("en").vocab
+    with pytest.raises(ArboError, match="'Cancer genes. No mentions.*' is in both '.*a.spacy' and '.*b.spacy'"):
+        join_docbins([tmp_path / "a.spacy", tmp_path / "b.spacy"], tmp_path / "ab.spacy", vocab)
+    assert not (tmp_path / "ab.spacy").exists()
+    with pytest.raises(ArboError, match="is also an input"):
+        join_docbins([tmp_path / "a.spacy"], tmp_path / "a.spacy", vocab)
+    with pytest.raises(ArboError, match="missing.spacy' does not exist"):
+        join_docbins([tmp_path / "a.spacy", tmp_path / "missing.spacy"], tmp_path / "c.spacy", vocab)
 
 
 def test_pubtator_reader_yields_examples(corpus, kb, tmp_path):

@@ -16,6 +16,8 @@ from spacy_arbo.corpora import NAMED_CORPORA
 ROOT = Path(__file__).resolve().parents[1]
 # Pipelines that depend on the KB alone, shared by both corpora.
 KB_ONLY_PIPELINES = ("training/tfidf", "training/zero_shot")
+# What the workflow's retriever trains on, whichever the corpus (in the order it read them when measured).
+TRAIN_SETS = ("corpus/bc5cdr/train.spacy", "corpus/ncbi/train.spacy")
 
 
 def project_config(tmp_path, **overrides):
@@ -32,11 +34,16 @@ def test_corpus_variable_selects_every_path(tmp_path):
     for corpus in ("ncbi", "bc5cdr"):
         commands = project_config(tmp_path, corpus=corpus)
         assert commands["convert"]["script"] == [
-            f"python -m spacy_arbo convert-corpus {corpus} assets corpus/{corpus} --kb kb"]
-        assert commands["convert"]["outputs"] == [f"corpus/{corpus}/{s}.spacy" for s in ("train", "dev", "test")]
-        assert commands["train-retriever"]["script"][0].startswith(
+            f"python -m spacy_arbo convert-corpus {name} assets corpus/{name} --kb kb" for name in ("ncbi", "bc5cdr")]
+        assert commands["convert"]["outputs"] == [
+            f"corpus/{name}/{s}.spacy" for name in ("ncbi", "bc5cdr") for s in ("train", "dev", "test")]
+        # The retriever learns from both corpora's training sets and selects on the corpus's own dev set.
+        assert commands["train-retriever"]["script"][0] == (
+            f"python -m spacy_arbo join-corpora corpus/{corpus}/retriever_train.spacy "
+            f"{' '.join(TRAIN_SETS)}")
+        assert commands["train-retriever"]["script"][1].startswith(
             f"python -m spacy train configs/retriever_frozen.cfg --output training/{corpus}/retriever "
-            f"--paths.train corpus/{corpus}/train.spacy --paths.dev corpus/{corpus}/dev.spacy --paths.kb kb ")
+            f"--paths.train corpus/{corpus}/retriever_train.spacy --paths.dev corpus/{corpus}/dev.spacy --paths.kb kb ")
         assert commands["evaluate-reranker"]["script"] == [
             f"python -m spacy_arbo evaluate training/{corpus}/reranker/model-best corpus/{corpus}/test.spacy "
             f"--seen-from corpus/{corpus}/train.spacy --output metrics/{corpus}/reranker_test.json "
@@ -47,18 +54,28 @@ def test_corpus_variable_selects_every_path(tmp_path):
             f"corpus/{corpus}/quick/{s}.spacy" for s in ("train", "dev", "test")]
         assert commands["evaluate-quick"]["outputs"] == [
             f"metrics/{corpus}/quick/{name}_test.json" for name in ("tfidf", "retriever", "clustering", "retriever_memory")]
-        # Every corpus file, trained pipeline and metrics file of every command is the corpus's own.
+        # Every corpus file, trained pipeline and metrics file of every command is the corpus's own,
+        # but for the conversion of both corpora and the other corpus's training set, which only the
+        # retriever reads: no command reads another corpus's dev or test set.
         for command in commands.values():
             words = [w for line in command.get("script", []) for w in line.split()]
             for path in words + command.get("deps", []) + command.get("outputs", []):
                 if path.startswith(("corpus/", "training/", "metrics/")) and not path.startswith(KB_ONLY_PIPELINES):
-                    assert path.split("/")[1] == corpus, (command["name"], path)
+                    own = path.split("/")[1] == corpus
+                    shared_train = command["name"] == "train-retriever" and path in TRAIN_SETS
+                    assert own or shared_train or command["name"] == "convert", (command["name"], path)
+
+
+def test_retriever_train_variable_picks_the_training_sets(tmp_path):
+    command = project_config(tmp_path, retriever_train="corpus/ncbi/train.spacy")["train-retriever"]
+    assert command["script"][0] == (
+        "python -m spacy_arbo join-corpora corpus/ncbi/retriever_train.spacy corpus/ncbi/train.spacy")
 
 
 def test_tower_variable_selects_the_retriever_config(tmp_path):
     for tower in ("frozen", "plain", "graph"):
         command = project_config(tmp_path, tower=tower)["train-retriever"]
-        assert command["script"][0].startswith(f"python -m spacy train configs/retriever_{tower}.cfg ")
+        assert command["script"][1].startswith(f"python -m spacy train configs/retriever_{tower}.cfg ")
         assert f"configs/retriever_{tower}.cfg" in command["deps"] and (ROOT / command["deps"][0]).exists()
 
 
