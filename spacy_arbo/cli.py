@@ -352,12 +352,17 @@ SELECTION_METRICS = ("nel_micro_f", "accuracy_strict", "accuracy")
 
 def select_pipeline_command(args: argparse.Namespace) -> None:
     """Copy whichever of several pipelines scores best on dev: a reranker earns its place in
-    the final pipeline only by beating the retriever there."""
+    the final pipeline only by beating the retriever there, by `--min-gain` (a mention or two of
+    dev is noise, and the pipeline listed first is the cheaper one)."""
     import shutil
 
     from .corpora import read_docbin
     from .evaluation import evaluate_linking
+    from .threshold import MIN_GAIN
 
+    min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
+    if not 0.0 <= min_gain < 1.0:
+        raise ArboError(f"select-pipeline: --min-gain is a difference of {args.metric} in [0, 1), got {min_gain}.")
     if len(set(args.pipelines)) < 2:
         raise ArboError(f"select-pipeline compares two or more distinct pipelines; got {', '.join(args.pipelines)}.")
     scores: Dict[str, float] = {}
@@ -370,7 +375,13 @@ def select_pipeline_command(args: argparse.Namespace) -> None:
         scores[path] = metrics[args.metric]
         print(f"| {path} | {metrics['nel_micro_f']:.4f} | {metrics['accuracy_strict']:.4f} | "
               f"{metrics['accuracy']:.4f} | {metrics['mentions_per_second'] or 0:.0f} |")
-    best = max(args.pipelines, key=scores.__getitem__)  # the first of equals
+    best = args.pipelines[0]
+    for path in args.pipelines[1:]:
+        gain = scores[path] - scores[best]
+        if gain > 0 and gain >= min_gain:
+            best = path
+        elif gain > 0:
+            print(f"{path} scores {gain:+.4f} over {best}, less than --min-gain {min_gain}: {best} is kept")
     with atomic_path(args.output) as tmp:
         shutil.copytree(best, tmp)
     print(f"Wrote {args.output}: {best} ({args.metric} {scores[best]:.4f} on {args.dev})")
@@ -637,10 +648,13 @@ def _parser() -> argparse.ArgumentParser:
     cmd.set_defaults(func=tune_threshold_command)
 
     cmd = commands.add_parser("select-pipeline", help="copy the pipeline that scores best on a dev set")
-    cmd.add_argument("pipelines", nargs="+", help="two or more pipelines; of equal scores the first listed wins")
+    cmd.add_argument("pipelines", nargs="+", help="two or more pipelines, the cheapest first: a later one replaces "
+                                                   "the choice only when it scores --min-gain more")
     cmd.add_argument("--dev", required=True, help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--metric", default="nel_micro_f", choices=SELECTION_METRICS,
                      help="link F (default; rewards a NIL threshold), strict or any-id accuracy@1")
+    cmd.add_argument("--min-gain", type=float, default=None,
+                     help="what a later pipeline must add to the metric on dev to be chosen (default: half a point, 0.005)")
     cmd.add_argument("--output", required=True, help="where to copy the chosen pipeline")
     cmd.set_defaults(func=select_pipeline_command)
 

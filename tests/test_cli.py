@@ -524,6 +524,13 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
     assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--metric", "accuracy_strict"]) == 0
     assert f"Wrote {out}: {tmp / 'remembered'} (accuracy_strict 0.7500" in capsys.readouterr().out
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
+    # A later pipeline must beat the first by --min-gain: 0.19 of link F is not 0.2.
+    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "0.2"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{tmp / 'pipeline'} scores +0.1905 over {tmp / 'remembered'}, less than --min-gain 0.2" in printed
+    assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
+    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "1"]) == 1
+    assert "--min-gain is a difference of nel_micro_f in [0, 1), got 1.0" in capsys.readouterr().err
     assert main(["select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
     assert "two or more distinct pipelines" in capsys.readouterr().err
     DocBin().to_disk(tmp / "empty.spacy")
