@@ -7,8 +7,12 @@ With `configs/retriever_frozen.cfg` the entity tower is the frozen MiniLM the me
 started from, so mention weights alpha * trained + (1 - alpha) * pretrained (WiSE-FT's
 interpolation, Wortsman et al. 2022) stay in the entity tower's space: no KB vector changes,
 and the index is reused. Interpolation is meant to keep what pretraining knew about inputs
-that fine-tuning did not see, here the entities absent from train. Prints any-id, exact-id-set
-(strict), BELB and unseen-entity accuracy per alpha.
+that fine-tuning did not see, here the entities absent from train. `--toward OTHER` mixes
+with OTHER's trained mention tower instead (a model soup of two runs from the same start, e.g.
+two seeds). Prints any-id, exact-id-set (strict), BELB and unseen-entity accuracy per alpha.
+
+    python bench/interpolate_mention_tower.py training/ncbi/retriever_memory corpus/ncbi/dev.spacy \
+        --seen-from corpus/ncbi/train.spacy --toward seed1/model-best --alphas 1.0 0.5
 """
 import argparse
 import json
@@ -44,6 +48,8 @@ def main() -> None:
     parser.add_argument("data", help=".spacy DocBin with gold kb ids")
     parser.add_argument("--seen-from", required=True, help="training .spacy file: which entities are unseen")
     parser.add_argument("--alphas", type=float, nargs="+", default=[1.0, 0.9, 0.8, 0.7])
+    parser.add_argument("--toward", help="a pipeline whose trained mention tower started from the same weights: "
+                        "mix toward it instead of the pretrained weights (a model soup)")
     args = parser.parse_args()
     nlp = load_pipeline(args.pipeline)
     module = get_module(nlp.get_pipe("arbo_linker").model)
@@ -51,7 +57,11 @@ def main() -> None:
         raise ArboError(f"{args.pipeline}: interpolation needs separate transformer towers (configs/retriever_frozen.cfg).")
     mention, entity = module.mention_tower.encoder, module.entity_tower.encoder
     trained = {name: weight.detach().clone() for name, weight in mention.state_dict().items()}
-    pretrained = entity.state_dict()
+    if args.toward:
+        other = get_module(load_pipeline(args.toward).get_pipe("arbo_linker").model)
+        pretrained = other.mention_tower.encoder.state_dict()
+    else:
+        pretrained = entity.state_dict()
     if set(trained) != set(pretrained):
         raise ArboError(f"{args.pipeline}: the two towers have different architectures.")
     gold = read_docbin(args.data, nlp.vocab)

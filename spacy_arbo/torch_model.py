@@ -4,12 +4,14 @@ Resolving a config must not load weights; `initialize` builds the module (loadin
 pretrained weights), and a saved pipeline brings the module's own files (config,
 tokenizer, weights) so `spacy.load` needs none of the original paths.
 """
+import contextlib
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
 
 import srsly
-from thinc.api import Model, PyTorchShim, get_torch_default_device
+import torch
+from thinc.api import Model, PyTorchShim, get_torch_default_device, xp2torch
 from torch import nn
 
 from .util import ArboError
@@ -23,9 +25,38 @@ def lazy_torch_model(name: str, forward: Callable, build: Callable[[], M], modul
     `module_class` provides `to_files()` and `from_files(files)` for serialization."""
 
     # Partials of module-level functions rather than closures, so the model pickles.
-    shim = PyTorchShim(None, serialize_model=partial(_serialize, name),
+    shim = TorchShim(None, serialize_model=partial(_serialize, name),
                        deserialize_model=partial(_deserialize, module_class))
     return TorchModel(name, forward, init=_init, shims=[shim], attrs={"build": build})
+
+
+class TorchShim(PyTorchShim):
+    """Reads the parameter averages under the keys thinc's optimizer stores them by,
+    (shim id, parameter name): PyTorchShim looks for other keys, so with `use_averages = true`
+    spaCy would evaluate and save the raw weights."""
+
+    @contextlib.contextmanager
+    def use_params(self, params):
+        module = self._model
+        averaged = {} if module is None else {
+            name: params[(self.id, name)] for name, _ in module.named_parameters() if (self.id, name) in params
+        }
+        if not averaged:
+            yield
+            return
+        current = dict(module.named_parameters())
+        backup = {name: current[name].detach().clone() for name in averaged}
+        _assign(current, {name: xp2torch(value, device=self.device) for name, value in averaged.items()})
+        try:
+            yield
+        finally:
+            _assign(current, backup)
+
+
+def _assign(parameters: Dict[str, nn.Parameter], values: Dict[str, torch.Tensor]) -> None:
+    with torch.no_grad():
+        for name, value in values.items():
+            parameters[name].copy_(value)
 
 
 def _serialize(name: str, module: Optional[nn.Module]) -> bytes:

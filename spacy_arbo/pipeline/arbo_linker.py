@@ -606,6 +606,20 @@ class ArboLinker(ConfiguredPipe):
         losses[self.name] += float(loss.detach())
         return losses
 
+    def use_params(self, params: dict) -> Iterator[None]:
+        """spaCy scores and saves under the optimizer's parameter averages (`use_averages = true`):
+        vectors made before the swap, or inside it, belong to other weights. The index is then
+        re-encoded only if the entity-side weights differ (never with a frozen entity tower).
+        A generator, not a context manager: `Language.use_params` steps it with next()."""
+        with self.model.use_params(params):
+            self._weights_swapped()
+            yield
+        self._weights_swapped()
+
+    def _weights_swapped(self) -> None:
+        self._stale = True
+        self._corpus_encoded_at = None
+
     # Serialization --------------------------------------------------------------------
     # Settings live in the pipeline's config; a component writes its weights, the KB, the
     # indexes (the dense one only while it matches the weights: never re-encoded here) and

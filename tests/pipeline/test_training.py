@@ -34,7 +34,7 @@ OBJECTIVES = {
 }
 
 
-def train_toy(kb_dir, objective, steps=60, **cfg):
+def train_toy(kb_dir, objective, steps=60, optimizer=None, **cfg):
     fix_random_seed(0)
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={"model": hashed_model(), "objective": objective, "top_k": 6,
@@ -44,8 +44,8 @@ def train_toy(kb_dir, objective, steps=60, **cfg):
     }
     gold = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
     examples = [Example(nlp.make_doc(d.text), d) for d in gold]
-    optimizer = nlp.initialize(lambda: examples)
-    optimizer = Adam(0.01)
+    nlp.initialize(lambda: examples)
+    optimizer = optimizer or Adam(0.01)
     losses = []
     for _ in range(steps):
         step = {}
@@ -244,6 +244,38 @@ def test_a_stale_index_is_not_saved_and_is_refreshed_before_use(tmp_path, toy_kb
     assert not linker._stale and not loaded.get_pipe("arbo_linker")._stale
     nlp.to_disk(tmp_path / "fresh")
     assert (tmp_path / "fresh" / "arbo_linker" / "indexes" / "index").is_dir()
+
+
+@pytest.mark.parametrize("frozen_entities", [False, True])
+def test_parameter_averages_link_and_save_with_an_index_of_their_own(tmp_path, toy_kb_dir, tiny_bert_dir,
+                                                                     frozen_entities, monkeypatch):
+    """spaCy scores and saves under `nlp.use_params(optimizer.averages)`: the averaged weights
+    must link with an index they encoded (a frozen entity tower's index serves both) and be
+    what is saved, and the trained weights must come back with their own links after."""
+    from spacy_arbo.retrieval.retriever import EntityRetriever
+    from spacy_arbo.torch_model import get_module
+
+    optimizer = Adam(0.01, use_averages=True)
+    model = {"model": frozen_entity_tower_model(tiny_bert_dir)} if frozen_entities else {}
+    objective = OBJECTIVES["kb_softmax" if frozen_entities else "in_batch"]
+    nlp, gold, _ = train_toy(toy_kb_dir, objective, steps=20, optimizer=optimizer, **model)
+    refreshes = []
+    original = EntityRetriever.refresh
+    monkeypatch.setattr(EntityRetriever, "refresh", lambda self, *a, **k: refreshes.append(1) or original(self, *a, **k))
+    encoder = get_module(nlp.get_pipe("arbo_linker").model)
+    trained = encoder.fingerprint()
+    trained_links = links(nlp.pipe(unlinked(nlp, gold)))
+    with nlp.use_params(optimizer.averages):
+        averaged = encoder.fingerprint()
+        averaged_links = links(nlp.pipe(unlinked(nlp, gold)))
+        nlp.to_disk(tmp_path / "averaged")
+    assert averaged != trained and averaged_links != trained_links
+    assert encoder.fingerprint() == trained and links(nlp.pipe(unlinked(nlp, gold))) == trained_links
+    assert len(refreshes) == (0 if frozen_entities else 3)  # trained, averaged, trained again
+    loaded = spacy.load(tmp_path / "averaged")
+    assert get_module(loaded.get_pipe("arbo_linker").model).fingerprint() == averaged
+    assert links(loaded.pipe(unlinked(loaded, gold))) == averaged_links
+    assert (tmp_path / "averaged" / "arbo_linker" / "indexes" / "index").is_dir()
 
 
 TRAIN_CONFIG = """
