@@ -26,7 +26,7 @@ def lazy_torch_model(name: str, forward: Callable, build: Callable[[], M], modul
 
     # Partials of module-level functions rather than closures, so the model pickles.
     shim = TorchShim(None, serialize_model=partial(_serialize, name),
-                       deserialize_model=partial(_deserialize, module_class))
+                     deserialize_model=partial(_deserialize, module_class))
     return TorchModel(name, forward, init=_init, shims=[shim], attrs={"build": build})
 
 
