@@ -37,16 +37,14 @@ class TorchShim(PyTorchShim):
 
     @contextlib.contextmanager
     def use_params(self, params):
-        module = self._model
-        averaged = {} if module is None else {
-            name: params[(self.id, name)] for name, _ in module.named_parameters() if (self.id, name) in params
-        }
+        current = {} if self._model is None else dict(self._model.named_parameters())
+        averaged = {name: xp2torch(params[(self.id, name)], device=self.device)
+                    for name in current if (self.id, name) in params}
         if not averaged:
             yield
             return
-        current = dict(module.named_parameters())
         backup = {name: current[name].detach().clone() for name in averaged}
-        _assign(current, {name: xp2torch(value, device=self.device) for name, value in averaged.items()})
+        _assign(current, averaged)
         try:
             yield
         finally:
