@@ -55,7 +55,7 @@ def make_reranker_nlp(tiny_bert_dir, kb, model=None, **cfg):
     return nlp
 
 
-def make_two_stage_nlp(tiny_bert_dir, kb_dir, **cfg):
+def make_two_stage_nlp(tiny_bert_dir, kb_dir, model=None, **cfg):
     """The TF-IDF arbo_linker retrieves; the reranker takes its KB from it."""
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={
@@ -64,7 +64,7 @@ def make_two_stage_nlp(tiny_bert_dir, kb_dir, **cfg):
                   "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 256,
                                     "embed_dim": 8, "out_dim": 8}},
     })
-    nlp.add_pipe("multi_cross_reranker", config={"model": cross_encoder(tiny_bert_dir), "top_n": 4, **cfg})
+    nlp.add_pipe("multi_cross_reranker", config={"model": model or cross_encoder(tiny_bert_dir), "top_n": 4, **cfg})
     nlp.config["initialize"]["components"]["arbo_linker"] = {
         "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
     }

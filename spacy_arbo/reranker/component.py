@@ -41,6 +41,7 @@ DEFAULT_MODEL = Config().from_str(
 @architectures = "spacy_arbo.CrossEncoder.v1"
 max_length = 512
 pair_attention = "full"
+similarity_head = true
 
 [model.name]
 @misc = "spacy_arbo.default_encoder_path.v1"

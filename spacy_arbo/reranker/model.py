@@ -1,6 +1,7 @@
 """The cross-encoder: a transformer reads packed passes and a 2-way head classifies each
 pair's [MASK] token (paper eq. 3, 6, 8); and the thinc architecture wrapping it."""
 import io
+import math
 from functools import partial
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -19,6 +20,7 @@ from .packing import CONTEXT, GLOBAL, Pass, Specials
 PAIR_ATTENTIONS = ("full", "isolated")
 MASK_TOKEN = "[MASK]"
 HEAD_FILE = "head.pt"
+SIMILARITY_FILE = "similarity.pt"
 SETTINGS_FILE = "cross_encoder.json"
 # The block of padding tokens: they see [CLS] (so no attention row is empty) and no one sees them.
 PADDING = -2
@@ -33,9 +35,14 @@ class CrossEncoder(nn.Module):
     pairs into a pass changes speed but not scores (BERT-style models only: it needs a
     3-d attention mask and explicit position ids). Models with token types give the
     sentence type 0 and the pairs type 1, as for a BERT sentence pair.
+
+    `similarity_head` (not in the paper) adds to each pair's "right" logit a learned scale
+    times the cosine between the mean hidden states of its mention's and its candidate's
+    tokens. A [MASK] head starts from nothing, while a sentence encoder's mean-pooled
+    states already compare phrases: the pair scores rank candidates from the first update.
     """
 
-    def __init__(self, backbone: TransformerTower, pair_attention: str = "full") -> None:
+    def __init__(self, backbone: TransformerTower, pair_attention: str = "full", similarity_head: bool = False) -> None:
         super().__init__()
         if pair_attention not in PAIR_ATTENTIONS:
             raise ArboError(f"Unknown pair_attention '{pair_attention}'; expected one of {PAIR_ATTENTIONS}.")
@@ -45,10 +52,17 @@ class CrossEncoder(nn.Module):
         self.backbone = backbone
         self.pair_attention = pair_attention
         self.head = nn.Linear(backbone.dim, 2)
+        # Shape (1,), not a scalar: thinc's optimizer takes the length of every gradient.
+        self.similarity_log_scale = nn.Parameter(torch.tensor([math.log(10.0)])) if similarity_head else None
+
+    @property
+    def similarity_head(self) -> bool:
+        return self.similarity_log_scale is not None
 
     @classmethod
     def from_pretrained(
-        cls, name: str, max_length: int, pair_attention: str, attention_dropout: Optional[float] = None
+        cls, name: str, max_length: int, pair_attention: str, attention_dropout: Optional[float] = None,
+        similarity_head: bool = False,
     ) -> "CrossEncoder":
         backbone = TransformerTower.from_pretrained(name, pooling="cls", max_length=max_length, use_markers=False,
                                                     attention_dropout=attention_dropout)
@@ -59,7 +73,7 @@ class CrossEncoder(nn.Module):
             embeddings = encoder.resize_token_embeddings(len(tokenizer), mean_resizing=False)
             with torch.no_grad():
                 embeddings.weight[n_old:] = embeddings.weight[:n_old].mean(0)
-        return cls(backbone, pair_attention)
+        return cls(backbone, pair_attention, similarity_head)
 
     @property
     def tokenizer(self):
@@ -105,34 +119,75 @@ class CrossEncoder(nn.Module):
         hidden = self.backbone.last_hidden_state(**inputs)
         rows = torch.tensor([i for i, p in enumerate(passes) for _ in p.mask_positions], device=device)
         columns = torch.tensor([m for p in passes for m in p.mask_positions], device=device)
-        return self.head(hidden[rows, columns])
+        logits = self.head(hidden[rows, columns])
+        if self.similarity_log_scale is None:
+            return logits
+        mentions, candidates = pair_means(hidden, passes)
+        right = self.similarity_log_scale.exp() * nn.functional.cosine_similarity(mentions, candidates, dim=-1)
+        return logits.float() + nn.functional.pad(right.unsqueeze(1), (1, 0))
 
     def to_files(self) -> Dict[str, bytes]:
         files = self.backbone.to_files()
-        head = io.BytesIO()
-        torch.save(self.head.state_dict(), head)
-        files[HEAD_FILE] = head.getvalue()
-        files[SETTINGS_FILE] = srsly.json_dumps({"pair_attention": self.pair_attention}).encode("utf8")
+        files[HEAD_FILE] = tensor_bytes(self.head.state_dict())
+        if self.similarity_log_scale is not None:
+            files[SIMILARITY_FILE] = tensor_bytes(self.similarity_log_scale.detach().cpu())
+        settings = {"pair_attention": self.pair_attention, "similarity_head": self.similarity_head}
+        files[SETTINGS_FILE] = srsly.json_dumps(settings).encode("utf8")
         return files
 
     @classmethod
     def from_files(cls, files: Dict[str, bytes]) -> "CrossEncoder":
-        backbone_files = {k: v for k, v in files.items() if k not in (HEAD_FILE, SETTINGS_FILE)}
+        own = (HEAD_FILE, SIMILARITY_FILE, SETTINGS_FILE)
+        backbone_files = {k: v for k, v in files.items() if k not in own}
+        # Files written before `similarity_head` existed have no such setting: no similarity head.
         module = cls(TransformerTower.from_files(backbone_files), **srsly.json_loads(files[SETTINGS_FILE]))
         module.head.load_state_dict(torch.load(io.BytesIO(files[HEAD_FILE]), map_location="cpu"))
+        if module.similarity_log_scale is not None:
+            with torch.no_grad():
+                module.similarity_log_scale.copy_(torch.load(io.BytesIO(files[SIMILARITY_FILE]), map_location="cpu"))
         return module
+
+
+def tensor_bytes(value) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def pair_means(hidden: torch.Tensor, passes: List[Pass]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(pairs, dim) mean hidden states of each pair's mention tokens and of its candidate
+    tokens, pairs in pass order then [MASK] order (the order of the logits)."""
+    width, most = hidden.shape[1], max(len(p.mask_positions) for p in passes)
+
+    def bounds(column: str) -> torch.Tensor:
+        rows = [getattr(p, column) for p in passes]
+        return torch.tensor([r + [0] * (most - len(r)) for r in rows], device=hidden.device).unsqueeze(2)
+
+    positions = torch.arange(width, device=hidden.device)
+    masks = bounds("mask_positions")
+
+    def means(start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+        inside = ((positions >= start) & (positions < end)).float()
+        weights = inside / inside.sum(-1, keepdim=True).clamp(min=1)
+        return torch.bmm(weights, hidden.float())
+
+    pairs = torch.tensor([[j < len(p.mask_positions) for j in range(most)] for p in passes], device=hidden.device)
+    mentions = means(bounds("mention_starts"), masks)[pairs]
+    candidates = means(masks + 1, bounds("candidate_ends"))[pairs]
+    return mentions, candidates
 
 
 @registry.architectures("spacy_arbo.CrossEncoder.v1")
 def build_cross_encoder(
-    name: str, max_length: int = 512, pair_attention: str = "full", attention_dropout: Optional[float] = None
+    name: str, max_length: int = 512, pair_attention: str = "full", attention_dropout: Optional[float] = None,
+    similarity_head: bool = False,
 ) -> Model[List[Pass], Floats2d]:
     """A cross-encoder over a local Hugging Face encoder directory (or hub name).
 
     `max_length` is the context window that passes are partitioned to (capped by the
     model's position embeddings). Weights load in `initialize`, or with the pipeline.
     `attention_dropout` replaces the checkpoint's dropout on attention probabilities
-    while training (null keeps it).
+    while training (null keeps it). `similarity_head`: see `CrossEncoder`.
     """
     if pair_attention not in PAIR_ATTENTIONS:
         raise ArboError(f"Unknown pair_attention '{pair_attention}'; expected one of {PAIR_ATTENTIONS}.")
@@ -140,7 +195,7 @@ def build_cross_encoder(
         raise ArboError(f"max_length {max_length} is too small for a cross-encoder input.")
     check_attention_dropout(attention_dropout)
 
-    build = partial(CrossEncoder.from_pretrained, name, max_length, pair_attention, attention_dropout)
+    build = partial(CrossEncoder.from_pretrained, name, max_length, pair_attention, attention_dropout, similarity_head)
     return lazy_torch_model("cross-encoder", forward, build, CrossEncoder)
 
 

@@ -79,6 +79,10 @@ class Pass:
     slots: List[int] = field(default_factory=list)
     mask_positions: List[int] = field(default_factory=list)
     pair_index: List[int] = field(default_factory=list)
+    # Per pair, where its mention starts and where its candidate ends (at its [SEP]): the
+    # mention's tokens run up to its [MASK], the candidate's from after it.
+    mention_starts: List[int] = field(default_factory=list)
+    candidate_ends: List[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -192,7 +196,9 @@ def layout(blocks: Sequence[Block], specials: Specials) -> Pass:
         context = [*block.context, specials.sep]
         packed._extend(context, 1, number, CONTEXT)
         for pair in block.pairs:
+            packed.mention_starts.append(len(packed))
             packed.mask_positions.append(len(packed) + len(pair.mention))
+            packed.candidate_ends.append(len(packed) + len(pair.mention) + 1 + len(pair.candidate))
             packed.pair_index.append(pair.index)
             packed._extend([*pair.mention, specials.mask, *pair.candidate, specials.sep],
                            1 + len(context), number, slot)

@@ -39,11 +39,13 @@ def check_passes(passes, sentences, max_length):
         assert len(p) <= max_length
         assert p.input_ids[0] == SPECIALS.cls and p.input_ids[-1] == SPECIALS.sep
         assert p.input_ids.count(SPECIALS.mask) == len(p.mask_positions) == len(p.pair_index)
-        for position, index in zip(p.mask_positions, p.pair_index):
+        assert len(p.mention_starts) == len(p.candidate_ends) == len(p.pair_index)
+        for position, index, start, end in zip(p.mask_positions, p.pair_index, p.mention_starts, p.candidate_ends):
             pair = pairs[index]
             assert p.input_ids[position] == SPECIALS.mask
             assert p.input_ids[position - len(pair.mention): position] == list(pair.mention)
             after = position + 1 + len(pair.candidate)
+            assert (start, end) == (position - len(pair.mention), after)
             assert p.input_ids[position + 1: after] == list(pair.candidate)
             assert p.input_ids[after] == SPECIALS.sep
             # The pair's tokens form one slot; the context before it has its positions.
@@ -57,6 +59,7 @@ def test_layout_of_one_sentence_follows_the_templates():
     # [CLS] t [SEP] m1 [MASK] c11 [SEP] m1 [MASK] c12 [SEP] m2 [MASK] c21 [SEP]  (eq. 7)
     assert multi.input_ids == [1, 100, 101, 102, 103, 2, 101, 3, c[0], c[1], 2, 101, 3, c[2], 2, 103, 3, c[3], 2]
     assert multi.mask_positions == [7, 12, 16]
+    assert multi.mention_starts == [6, 11, 15] and multi.candidate_ends == [10, 14, 18]
     assert multi.position_ids == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 6, 7, 8, 9, 6, 7, 8, 9]
     assert multi.slots == [-1] * 6 + [0] * 5 + [1] * 4 + [2] * 4
     base = pack([s], "base", 64, SPECIALS)
