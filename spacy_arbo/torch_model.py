@@ -5,6 +5,7 @@ pretrained weights), and a saved pipeline brings the module's own files (config,
 tokenizer, weights) so `spacy.load` needs none of the original paths.
 """
 import contextlib
+import io
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Type, TypeVar, Union
@@ -55,6 +56,17 @@ def _assign(parameters: Dict[str, nn.Parameter], values: Dict[str, torch.Tensor]
     with torch.no_grad():
         for name, value in values.items():
             parameters[name].copy_(value)
+
+
+def torch_bytes(value: Any) -> bytes:
+    """`torch.save` into bytes: a module's own tensors among its `to_files`."""
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def torch_from_bytes(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), map_location="cpu")
 
 
 def _serialize(name: str, module: Optional[nn.Module]) -> bytes:

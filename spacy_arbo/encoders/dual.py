@@ -1,6 +1,5 @@
 """The dual encoder: a mention tower, an entity tower and a similarity (the maths only)."""
 import hashlib
-import io
 import math
 from typing import Dict, List, Optional, Tuple
 
@@ -8,6 +7,7 @@ import srsly
 import torch
 from torch import nn
 
+from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError
 from .graph import GraphTower
 from .hashed import HashedNgramTower
@@ -103,9 +103,8 @@ class DualEncoder(nn.Module):
         return digest.hexdigest()[:16]
 
     def to_files(self) -> Dict[str, bytes]:
-        own = io.BytesIO()
-        torch.save({"log_scale": self.log_scale.data, "logistic_calibration": self.logistic_calibration.data}, own)
-        files = {"dual.pt": own.getvalue(), "dual.json": srsly.json_dumps({
+        own = torch_bytes({"log_scale": self.log_scale.data, "logistic_calibration": self.logistic_calibration.data})
+        files = {"dual.pt": own, "dual.json": srsly.json_dumps({
             "similarity": self.similarity, "shared": self.shared, "learn_scale": self.log_scale.requires_grad,
             "mention_kind": self.mention_tower.kind, "entity_kind": self.entity_tower.kind,
         }).encode("utf8")}
@@ -126,7 +125,7 @@ class DualEncoder(nn.Module):
 
             mention = tower("mention")
             entity = None if settings["shared"] else tower("entity")
-            own = torch.load(io.BytesIO(files["dual.pt"]), map_location="cpu")
+            own = torch_from_bytes(files["dual.pt"])
         except (KeyError, ValueError, RuntimeError) as err:
             raise ArboError(f"Corrupt dual-encoder weights ({err!r}).") from None
         module = cls(mention, entity, settings["similarity"], learn_scale=settings["learn_scale"])

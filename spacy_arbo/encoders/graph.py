@@ -11,7 +11,6 @@ start at the identity so that the untrained graph vector is a smoothed mean of t
 vectors rather than noise; and the graph's parameters can learn `learn_rate_scale` times
 faster than the pretrained tower (a fast start for short runs; over longer ones it can stall).
 """
-import io
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -24,6 +23,7 @@ from spacy.util import registry
 from torch import nn
 
 from ..settings import check_at_least, check_choice
+from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError
 from .templates import EntityInput, MentionInput, Triplet
 from .tower import Tower
@@ -206,17 +206,16 @@ class GraphTower(Tower):
     # Serialization ---------------------------------------------------------------
 
     def to_files(self) -> Dict[str, bytes]:
-        own = io.BytesIO()
-        torch.save({k: v for k, v in self.state_dict().items() if not k.startswith("tower.")}, own)
+        own = torch_bytes({k: v for k, v in self.state_dict().items() if not k.startswith("tower.")})
         files = {f"inner/{name}": data for name, data in self.tower.to_files().items()}
-        files.update({"graph.json": srsly.json_dumps(self.settings).encode("utf8"), "graph.pt": own.getvalue()})
+        files.update({"graph.json": srsly.json_dumps(self.settings).encode("utf8"), "graph.pt": own})
         return files
 
     @classmethod
     def from_files(cls, files: Dict[str, bytes]) -> "GraphTower":
         inner = TransformerTower.from_files({k[len("inner/"):]: v for k, v in files.items() if k.startswith("inner/")})
         tower = cls(inner, **srsly.json_loads(files["graph.json"]))
-        own = torch.load(io.BytesIO(files["graph.pt"]), map_location="cpu")
+        own = torch_from_bytes(files["graph.pt"])
         missing, unexpected = tower.load_state_dict(own, strict=False)
         if unexpected or any(not k.startswith("tower.") for k in missing):
             raise ArboError(f"Corrupt graph tower weights: missing {missing}, unexpected {unexpected}.")

@@ -4,7 +4,6 @@ No pretrained weights and no tokenizer files, so it trains and runs fast on a CP
 tests use it to overfit toy KBs in seconds. Each input has two text fields (mention and
 context, or title and description), each embedded as [mean unigrams; mean bigrams].
 """
-import io
 from functools import partial
 import re
 from typing import Callable, Dict, List, Sequence, Tuple
@@ -15,6 +14,7 @@ from murmurhash.mrmr import hash as murmur
 from spacy.util import registry
 from torch import nn
 
+from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError
 from .templates import EntityInput, MentionInput
 from .tower import Tower
@@ -93,14 +93,12 @@ class HashedNgramTower(Tower):
                            [hashed_ngrams(e.description, n) for e in entities]]), None
 
     def to_files(self) -> Dict[str, bytes]:
-        weights = io.BytesIO()
-        torch.save(self.state_dict(), weights)
-        return {"tower.json": srsly.json_dumps(self.settings).encode("utf8"), "weights.pt": weights.getvalue()}
+        return {"tower.json": srsly.json_dumps(self.settings).encode("utf8"), "weights.pt": torch_bytes(self.state_dict())}
 
     @classmethod
     def from_files(cls, files: Dict[str, bytes]) -> "HashedNgramTower":
         tower = cls(**srsly.json_loads(files["tower.json"]))
-        tower.load_state_dict(torch.load(io.BytesIO(files["weights.pt"]), map_location="cpu"))
+        tower.load_state_dict(torch_from_bytes(files["weights.pt"]))
         return tower
 
 

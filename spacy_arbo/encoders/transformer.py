@@ -1,5 +1,4 @@
 """A Hugging Face transformer tower, with ArboEL's marker tokens and cls/mean pooling."""
-import io
 from functools import partial
 import tempfile
 from pathlib import Path
@@ -9,6 +8,7 @@ import srsly
 import torch
 from spacy.util import registry
 
+from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError, PathLike, atomic_path
 from .precision import Bf16Copy, autocast_gradient_passes
 from .quantized import Int8Copy
@@ -214,9 +214,7 @@ class TransformerTower(Tower):
             self.tokenizer.save_pretrained(tmp)
             self.encoder.config.save_pretrained(tmp)
             files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
-        weights = io.BytesIO()
-        torch.save(self.encoder.state_dict(), weights)
-        files["weights.pt"] = weights.getvalue()
+        files["weights.pt"] = torch_bytes(self.encoder.state_dict())
         files["tower.json"] = srsly.json_dumps(
             {"pooling": self.pooling, "max_length": self.max_length, "use_markers": self.use_markers,
              "frozen_layers": self.frozen_layers}
@@ -233,7 +231,7 @@ class TransformerTower(Tower):
                 (Path(tmp) / name).write_bytes(data)
             tokenizer = AutoTokenizer.from_pretrained(tmp)
             encoder = AutoModel.from_config(AutoConfig.from_pretrained(tmp))
-        encoder.load_state_dict(torch.load(io.BytesIO(files["weights.pt"]), map_location="cpu"))
+        encoder.load_state_dict(torch_from_bytes(files["weights.pt"]))
         return cls(encoder, tokenizer, **settings)
 
 

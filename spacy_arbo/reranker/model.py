@@ -1,6 +1,5 @@
 """The cross-encoder: a transformer reads packed passes and a 2-way head classifies each
 pair's [MASK] token (paper eq. 3, 6, 8); and the thinc architecture wrapping it."""
-import io
 import math
 from functools import partial
 from typing import Callable, Dict, List, Optional, Tuple
@@ -13,7 +12,7 @@ from thinc.types import Floats2d
 from torch import nn
 
 from ..encoders.transformer import TransformerTower, check_attention_dropout
-from ..torch_model import get_module, lazy_torch_model
+from ..torch_model import get_module, lazy_torch_model, torch_bytes, torch_from_bytes
 from ..util import ArboError
 from .packing import CONTEXT, GLOBAL, Pass, Specials
 
@@ -128,9 +127,9 @@ class CrossEncoder(nn.Module):
 
     def to_files(self) -> Dict[str, bytes]:
         files = self.backbone.to_files()
-        files[HEAD_FILE] = tensor_bytes(self.head.state_dict())
+        files[HEAD_FILE] = torch_bytes(self.head.state_dict())
         if self.similarity_log_scale is not None:
-            files[SIMILARITY_FILE] = tensor_bytes(self.similarity_log_scale.detach().cpu())
+            files[SIMILARITY_FILE] = torch_bytes(self.similarity_log_scale.detach().cpu())
         settings = {"pair_attention": self.pair_attention, "similarity_head": self.similarity_head}
         files[SETTINGS_FILE] = srsly.json_dumps(settings).encode("utf8")
         return files
@@ -141,17 +140,11 @@ class CrossEncoder(nn.Module):
         backbone_files = {k: v for k, v in files.items() if k not in own}
         # Files written before `similarity_head` existed have no such setting: no similarity head.
         module = cls(TransformerTower.from_files(backbone_files), **srsly.json_loads(files[SETTINGS_FILE]))
-        module.head.load_state_dict(torch.load(io.BytesIO(files[HEAD_FILE]), map_location="cpu"))
+        module.head.load_state_dict(torch_from_bytes(files[HEAD_FILE]))
         if module.similarity_log_scale is not None:
             with torch.no_grad():
-                module.similarity_log_scale.copy_(torch.load(io.BytesIO(files[SIMILARITY_FILE]), map_location="cpu"))
+                module.similarity_log_scale.copy_(torch_from_bytes(files[SIMILARITY_FILE]))
         return module
-
-
-def tensor_bytes(value) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(value, buffer)
-    return buffer.getvalue()
 
 
 def pair_means(hidden: torch.Tensor, passes: List[Pass]) -> Tuple[torch.Tensor, torch.Tensor]:
