@@ -429,7 +429,7 @@ def pipeline_versions(tmp_path, toy_kb_dir, toy_docs):
         linker = loaded.get_pipe("arbo_linker")
         settings = {"threshold": linker.settings.threshold, "index_aliases": linker.settings.index_aliases}
         assert {k: loaded.config["components"]["arbo_linker"][k] for k in settings} == settings
-        assert not linker._stale and len(linker.retriever.dense) == (17 if settings["index_aliases"] else 6)
+        assert linker.index_is_current() and len(linker.retriever.dense) == (17 if settings["index_aliases"] else 6)
         changes = tuple(sorted((k, v) for k, v in settings.items() if v not in (None, False)))
         name, want = expected[changes]
         assert links(loaded.pipe(unlinked(loaded, toy_docs))) == want

@@ -1,118 +1,57 @@
-"""`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them."""
+"""`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them.
+
+The pipe keeps spaCy's API and hands the work on: `LinkerEncoder` runs the dual encoder and
+keeps the weights version that says which vectors are current, `MentionReader` says what a
+mention reads as, `EntityRetriever` turns entity texts into indexes and mentions into
+candidates, `link_decisions` turns candidates into links, and `RetrieverTraining` makes
+training batches and paces the re-mining of negatives.
+"""
 import logging
 import re
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
-import srsly
-from spacy import util
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer
+from thinc.api import Model, Optimizer
 
-from ..encoders.batching import encode_by_length
-from ..encoders.dual import DualEncoder
-from ..encoders.precision import PRECISIONS, resolve_precision
-from ..encoders.templates import EntityInput, MentionInput, Triplet, mention_input
+from ..encoders.templates import EntityInput, MentionInput, Triplet
 from ..kb.entities import NIL, Entity
-from ..kb.store import BaseEntityStore, EntityStore, open_store
+from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate, plan_update, updated_store
-from ..linking.clustering import GRAPHS
-from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
-from ..retrieval.retriever import EntityRetriever, RetrievalSettings
-from ..settings import check_at_least, check_choice, setting_defaults, with_setting_parameters
+from ..retrieval.retriever import EntityRetriever
+from ..settings import setting_defaults, with_setting_parameters
 from ..torch_model import get_module, is_built
-from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
-from ..training.objectives import Objective, TrainingState
-from ..util import ArboError, PathLike, atomic_path, read_json
-from .abbreviations import LongForms, SpelledOut, corpus_long_forms
+from ..training.mentions import TrainingMentions
+from ..training.objectives import Objective
+from ..util import ArboError, PathLike
+from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
+from .encoding import LinkerEncoder
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .links import best_above, kb_ents, write_link
+from .link_decisions import Link, cluster_links, nearest_links, split_composites
+from .linker_settings import DEFAULT_MODEL, LinkerSettings
+from .links import kb_ents, write_link
+from .mention_inputs import MentionReader
+from .retriever_training import RetrieverTraining
 
 logger = logging.getLogger("spacy_arbo")
 
-LINKINGS = ("independent", "clustering")
-SCOPES = ("batch", "doc")
-# How a coordinated mention ("breast and ovarian cancer") is linked: as one mention, split
-# into its parts whenever they name different entities, or split only when the parts'
-# retrieval scores average at least the whole mention's.
-COMPOSITES = ("whole", "split", "best")
 # A mention without a single word character ("  ", "--") names nothing: it is not linked.
 WORDLESS = re.compile(r"^\W*$")
 
-DEFAULT_MODEL = Config().from_str(
-    """
-[model]
-@architectures = "spacy_arbo.DualEncoder.v1"
-similarity = "cosine"
-scale = 20.0
-learn_scale = true
-
-[model.mention_tower]
-@architectures = "spacy_arbo.TransformerTower.v1"
-pooling = "mean"
-max_length = 64
-use_markers = false
-
-[model.mention_tower.name]
-@misc = "spacy_arbo.default_encoder_path.v1"
-"""
-)["model"]
 
 for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
     if not Span.has_extension(_attr):
         Span.set_extension(_attr, default=None)
-
-
-@dataclass(frozen=True)
-class LinkerSettings(RetrievalSettings):
-    """Everything `arbo_linker` can be configured with besides its model, objective and
-    scorer (the retrieval settings are inherited). spaCy's names where they mean the same:
-    `threshold` (NIL below it), `labels_discard`, `overwrite`, `use_gold_ents`."""
-
-    threshold: Optional[float] = None
-    kb_ents_threshold: Optional[float] = None
-    max_entities_per_mention: int = 5
-    labels_discard: List[str] = field(default_factory=list)
-    overwrite: bool = True
-    use_gold_ents: bool = True
-    context_chars: int = 0
-    use_long_form: bool = True
-    composites: str = "best"
-    linking: str = "independent"
-    graph: str = "directed"
-    knn_mentions: int = 8
-    min_similarity: Optional[float] = None
-    clustering_scope: str = "batch"
-    transductive: bool = False
-    refresh_every: int = 200
-    alias_pairs_per_batch: int = 0
-    precision: str = "auto"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("linking", self.linking, LINKINGS)
-        check_choice("composites", self.composites, COMPOSITES)
-        check_choice("graph", self.graph, GRAPHS)
-        check_choice("clustering_scope", self.clustering_scope, SCOPES)
-        check_choice("precision", self.precision, PRECISIONS)
-        check_at_least(1, refresh_every=self.refresh_every, max_entities_per_mention=self.max_entities_per_mention)
-        check_at_least(0, knn_mentions=self.knn_mentions, context_chars=self.context_chars,
-                       alias_pairs_per_batch=self.alias_pairs_per_batch)
-        if self.linking == "clustering" and not self.uses_dense:
-            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
-        object.__setattr__(self, "labels_discard", list(self.labels_discard))
 
 
 @Language.factory(
@@ -141,20 +80,6 @@ def make_arbo_linker(nlp: Language, name: str, model: Model, objective: Objectiv
                       knowledge_units=knowledge_units, settings=LinkerSettings(**settings))
 
 
-@dataclass
-class Link:
-    """One mention's decision: ranked candidates, the chosen id, and with clustering its
-    cluster (stable within a batch) and path from the entity root: `[kb_id or NIL,
-    (doc index, start_char, end_char, text), ...]`."""
-
-    candidates: Candidates
-    kb_id: str
-    cluster: Optional[int] = None
-    path: Optional[List[Any]] = None
-    # A split composite mention: (part text, its kb_id, its ranked candidates) per part.
-    parts: Optional[List[Tuple[str, str, Candidates]]] = None
-
-
 class ArboLinker(ConfiguredPipe):
     """Links `doc.ents` to KB entities retrieved by a dual encoder over a FAISS index.
 
@@ -165,92 +90,81 @@ class ArboLinker(ConfiguredPipe):
     kb_id, ranked candidates) and in `kb_ents` each part's best candidate first.
     """
 
-    def __init__(
-        self,
-        vocab: Vocab,
-        model: Model,
-        name: str = "arbo_linker",
-        *,
-        nlp: Optional[Language] = None,
-        objective: Optional[Objective] = None,
-        scorer: Optional[Callable] = None,
-        knowledge_units: Optional[KnowledgeUnits] = None,
-        settings: LinkerSettings = LinkerSettings(),
-    ) -> None:
+    def __init__(self, vocab: Vocab, model: Model, name: str = "arbo_linker", *, nlp: Optional[Language] = None,
+                 objective: Optional[Objective] = None, scorer: Optional[Callable] = None,
+                 knowledge_units: Optional[KnowledgeUnits] = None, settings: LinkerSettings = LinkerSettings()) -> None:
         super().__init__(vocab, model, name, nlp=nlp, scorer=scorer, settings=settings)
-        self.objective = objective
-        self.knowledge_units = knowledge_units
+        # Bound methods, not lambdas, so that the pipe pickles.
+        self.encoder = LinkerEncoder(model, name, self._current_settings)
+        self.read_mentions = MentionReader(vocab, name, self._current_settings, knowledge_units, self._graph_sides)
+        self.training = RetrieverTraining(objective, settings.seed)
         self.retriever: Optional[EntityRetriever] = None
-        self._long_forms: Optional[LongForms] = None
-        # Short form -> long form, from other docs, for docs that use a short form undefined
-        # (`set_corpus_long_forms`; stored with the pipeline).
-        self.corpus_long_forms: Dict[str, str] = {}
-        # Whether the entity index lags the weights (after an update, or new entity texts).
-        self._stale = False
-        # Training state: the corpus's gold mentions, and the update count their vectors
-        # were encoded at (None: no current vectors).
-        self.corpus = TrainingMentions()
-        self._updates = 0
-        self._corpus_encoded_at: Optional[int] = None
-        self._rng = np.random.default_rng(settings.seed)
-        # Mention vectors kept across passes, inside `reusing_mention_vectors` only.
-        self._mention_vectors: Optional[Dict[MentionInput, np.ndarray]] = None
+
+    def _current_settings(self) -> LinkerSettings:
+        return self.settings
+
+    def _graph_sides(self) -> Tuple[str, ...]:
+        """The inputs the model's graph towers read (none before the model is built)."""
+        return get_module(self.model).knowledge_sides if is_built(self.model) else ()
 
     def _settings_changed(self) -> None:
-        if self.retriever is not None and self.retriever.configure(self.settings):
-            self._stale = True
-
-    # Knowledge base and index -----------------------------------------------------
+        if self.retriever is not None:
+            self.retriever.configure(self.settings)
 
     @property
     def kb(self) -> Optional[BaseEntityStore]:
         return None if self.retriever is None else self.retriever.kb
 
+    @property
+    def corpus(self) -> TrainingMentions:
+        """The training mentions: the arborescence objective's graph nodes, the anchors of
+        transductive clustering."""
+        return self.training.corpus
+
+    @property
+    def corpus_long_forms(self) -> Dict[str, str]:
+        return self.read_mentions.corpus_long_forms
+
+    # Knowledge base and index -----------------------------------------------------
+
     def set_kb(self, kb: BaseEntityStore) -> None:
         self.retriever = EntityRetriever(kb, self.settings, entity_triplets=self._entity_triplets)
-        self._stale = True
 
-    def _require_retriever(self) -> EntityRetriever:
+    def _entity_triplets(self, entity: Entity) -> List[Triplet]:
+        return self.read_mentions.entity_triplets(entity, self._require_kb())
+
+    def _require_kb(self) -> BaseEntityStore:
+        return self.require_retriever().kb
+
+    def require_retriever(self) -> EntityRetriever:
+        """The retriever, or an error that says how to give the pipe a KB."""
         if self.retriever is None:
-            raise ArboError(
-                f"'{self.name}' has no KB: call nlp.initialize() with "
-                "[initialize.components.<name>.kb_loader] set, or load a saved pipeline."
-            )
+            raise ArboError(f"'{self.name}' has no KB: call nlp.initialize() with "
+                            "[initialize.components.<name>.kb_loader] set, or load a saved pipeline.")
         return self.retriever
-
-    def _initialize_model(self) -> None:
-        # TF-IDF candidates need no dual encoder: such a pipeline neither loads nor ships one.
-        if self.settings.uses_dense:
-            self.model.initialize()
-
-    def _encoder(self) -> DualEncoder:
-        """The dual encoder, set to run at the configured `precision`. A TF-IDF pipeline
-        switched to dense candidates builds the configured (untrained) encoder here."""
-        if not is_built(self.model):
-            if not self.settings.uses_dense:
-                raise ArboError(
-                    f"'{self.name}' takes its candidates from TF-IDF (candidate_source = 'tfidf') and "
-                    "has no dual encoder to train or encode with: use candidate_source 'dense' or 'hybrid'.")
-            self.model.initialize()
-        module = get_module(self.model)
-        module.set_precision(resolve_precision(self.settings.precision, module.device))
-        return module
-
-    def _encoder_fingerprint(self, entities_only: bool = False) -> str:
-        return self._encoder().fingerprint(entities_only)
 
     def index_fingerprint(self) -> str:
         """What the entity vectors depend on (entity-side weights, KB, entity texts): equal
         for two linkers that encode the same vectors."""
-        return self._require_retriever().fingerprint(self._encoder_fingerprint(entities_only=True))
+        return self.require_retriever().fingerprint(self.encoder.fingerprint(entities_only=True))
+
+    def index_is_current(self) -> bool:
+        """Whether the dense index (if any) holds the vectors of the current weights."""
+        retriever = self.require_retriever()
+        return retriever.dense is None or (is_built(self.model) and retriever.is_current(
+            self.encoder.fingerprint(entities_only=True)))
 
     def refresh_index(self, progress: bool = True, vectors: Optional[np.ndarray] = None) -> None:
-        """Re-encode every entity with the current weights and rebuild the index; or index
-        `vectors` of `retriever.entity_texts()` encoded elsewhere (`encode_entities_on_ray`)."""
-        retriever = self._require_retriever()
-        retriever.refresh(lambda inputs: self.encode_entities(inputs, progress), self._encoder_fingerprint(True),
-                          vectors=vectors)
-        self._stale = False
+        """Re-encode every entity and rebuild the index; or index `vectors` of
+        `retriever.entity_texts()` encoded elsewhere (`encode_entities_on_ray`)."""
+        self.require_retriever().refresh(lambda inputs: self.encoder.encode_entities(inputs, progress),
+                                          self.encoder.fingerprint(entities_only=True), vectors=vectors)
+
+    def ensure_fresh(self) -> None:
+        """Re-encode the entity vectors that lag the weights before they are used."""
+        retriever = self.require_retriever()
+        if self.settings.uses_dense:
+            retriever.ensure_fresh(self.encoder)
 
     def update_kb(self, add: Iterable[Entity] = (), remove: Iterable[str] = (), *,
                   store_dir: Optional[PathLike] = None) -> KBUpdate:
@@ -258,70 +172,49 @@ class ArboLinker(ConfiguredPipe):
         only the changed rows are encoded and indexed, and new entities are linked zero-shot at
         once. An on-disk KB is written anew to `store_dir` (default: a temporary directory,
         which saving the pipeline copies)."""
-        retriever = self._require_retriever()
+        retriever = self.require_retriever()
         add = list(add)
         self.ensure_fresh()  # an index behind the weights is rebuilt first, then updated
         update = plan_update(retriever.kb, add, remove)
         kb = updated_store(retriever.kb, update, add, store_dir)
-        retriever.apply_update(kb, update, self.encode_entities, self._encoder_fingerprint(True))
+        retriever.apply_update(kb, update, self.encoder if self.settings.uses_dense else None)
         if len(self.corpus):
-            self.corpus = self.corpus.remapped(update.row_map)
+            self.training.corpus = self.corpus.remapped(update.row_map)
         return update
 
-    def _recheck_stale(self) -> None:
-        """After updates, the index is still current when they left the entity-side weights
-        alone (a frozen, separate entity tower): then nothing is re-encoded."""
-        if (self._stale and self.retriever is not None and self.retriever.dense is not None and is_built(self.model)
-                and self.retriever.is_current(self._encoder_fingerprint(True))):
-            self._stale = False
-
-    def ensure_fresh(self) -> None:
-        """Entity vectors go stale with optimizer steps on the entity side: re-encode before they are used."""
-        retriever = self._require_retriever()
-        self._recheck_stale()
-        if self.settings.uses_dense and (self._stale or retriever.dense is None):
-            self.refresh_index()
-        if self.settings.uses_dense and not retriever.dictionary_is_encoded:
-            retriever.encode_dictionary(self.encode_entities)
-
-    def _require_kb(self) -> BaseEntityStore:
-        return self._require_retriever().kb
+    def _initialize_model(self) -> None:
+        # TF-IDF candidates need no dual encoder: such a pipeline neither loads nor ships one.
+        if self.settings.uses_dense:
+            self.model.initialize()
+            self.encoder.weights_changed()
 
     def _initialize(self, examples: List[Example]) -> None:
-        self._check_knowledge_units()
-        limits = self.objective.measured_limits() if self.objective is not None else None
+        self.read_mentions.check_knowledge_units()
+        limits = self.training.objective.measured_limits() if self.training.objective is not None else None
         if limits:
             logger.warning("%s: %s", self.name, limits)
         self.set_training_mentions(eg.reference for eg in examples)
-        retriever = self._require_retriever()
-        kb_dir = retriever.kb.path
-        if self.settings.uses_dense:
-            if kb_dir and retriever.load_prebuilt(kb_dir, self._encoder_fingerprint(True)):
-                self._stale = False
-            else:
-                self.refresh_index()
+        retriever = self.require_retriever()
+        if self.settings.uses_dense and not (retriever.kb.path and retriever.load_prebuilt(
+                retriever.kb.path, self.encoder.fingerprint(entities_only=True))):
+            self.refresh_index()
         if self.settings.uses_tfidf:
             retriever.ensure_tfidf()
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
         """Keep the gold mentions of `docs`: the arborescence objective's graph nodes, and
         with `transductive` the clustering's anchors (stored with the pipeline)."""
-        kb = self._require_retriever().kb
-        linked = [(ent, row) for doc in docs for ent in doc.ents if (row := gold_row(kb, ent.kb_id_)) is not None]
-        # One call, so each doc's abbreviations are found once rather than once per mention.
-        inputs = self.mention_inputs([ent for ent, _ in linked])
-        self.corpus = TrainingMentions.collect((ent, mention, row) for (ent, row), mention in zip(linked, inputs))
-        self._corpus_encoded_at = None
+        self.training.collect_mentions(docs, self.require_retriever(), self.read_mentions)
 
     def set_dictionary(self, docs: Iterable[Doc]) -> int:
         """Add the gold mentions of `docs` as extra names of their entities, searched beside
         the KB's (BioSyn's dictionary augmentation, weighted by `dictionary_offset`), and
         return how many distinct names there are. Composite and NIL mentions are left out;
         with `use_long_form` an abbreviation is stored as its long form, as it is read."""
-        retriever = self._require_retriever()
+        retriever = self.require_retriever()
         linked = [(ent, retriever.kb.row(ent.kb_id_)) for doc in docs for ent in doc.ents
                   if ent.kb_id_ != NIL and ent.kb_id_ in retriever.kb]
-        inputs = self.mention_inputs([ent for ent, _ in linked])
+        inputs = self.read_mentions([ent for ent, _ in linked])
         retriever.set_dictionary([(m.mention, row) for m, (_, row) in zip(inputs, linked)])
         return len(retriever.dictionary)
 
@@ -329,97 +222,22 @@ class ArboLinker(ConfiguredPipe):
         """Learn the long forms that `docs` define, to read a short form that its own doc does
         not define (with `use_long_form`), and return how many short forms there are. Only
         text is read: unlabelled docs, the ones being linked included, serve as well."""
-        self.corpus_long_forms = corpus_long_forms(docs, self._long_form_finder())
-        return len(self.corpus_long_forms)
+        return self.read_mentions.learn_corpus_long_forms(docs)
 
-    def _long_form_finder(self) -> LongForms:
-        if self._long_forms is None:
-            self._long_forms = LongForms(self.vocab)
-        return self._long_forms
-
-    def _anchors(self) -> TrainingMentions:
-        """The training mentions with vectors from the current weights."""
-        if not len(self.corpus):
-            raise ArboError(
-                f"'{self.name}': transductive clustering needs the training mentions. Train or initialize "
-                "the pipeline with transductive = true, or call set_training_mentions(docs) "
-                "(CLI: evaluate --anchors-from TRAIN.spacy)."
-            )
-        if self._corpus_encoded_at != self._updates:
-            self.refresh_corpus_vectors()
-        return self.corpus
-
-    # Encoding -------------------------------------------------------------------------
-
-    def _graph_sides(self) -> Tuple[str, ...]:
-        """The inputs the model's graph towers read (none before the model is built)."""
-        return get_module(self.model).knowledge_sides if is_built(self.model) else ()
-
-    def _knowledge_sides(self) -> Tuple[str, ...]:
-        """The inputs that get triplets: those the model's graph towers read."""
-        return () if self.knowledge_units is None else self._graph_sides()
-
-    def _check_knowledge_units(self) -> None:
-        if self._graph_sides() and self.knowledge_units is None:
-            raise ArboError(
-                f"'{self.name}' has a graph tower but no knowledge units to build its graphs from: set "
-                f'[components.{self.name}.knowledge_units] @misc = "spacy_arbo.knowledge_units.v1".')
-
-    def _entity_triplets(self, entity: Entity) -> List[Triplet]:
-        if self.knowledge_units is None or "entities" not in self._knowledge_sides():
-            return []
-        return self.knowledge_units.entities(entity, self._require_kb())
+    # Encoding ---------------------------------------------------------------------------
 
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
-        """What the mention tower reads; with `use_long_form`, an abbreviation defined in
-        its doc (else in the corpus of `set_corpus_long_forms`) is read as its long form (in
-        training and inference alike); with a graph tower on mentions, the knowledge units
-        of its sentence."""
-        context = self.settings.context_chars
-        units = self.knowledge_units.mentions if "mentions" in self._knowledge_sides() else None
-        # Per doc, read once: its text (`Doc.text` joins every token again) and its short forms.
-        per_doc: Dict[int, Tuple[str, Optional[SpelledOut]]] = {}
-        inputs = []
-        for span in spans:
-            cached = per_doc.get(id(span.doc))
-            if cached is None:
-                text = span.doc.text
-                spelled = (SpelledOut(text, self._long_form_finder()(span.doc), self.corpus_long_forms)
-                           if self.settings.use_long_form else None)
-                cached = per_doc[id(span.doc)] = (text, spelled)
-            text, spelled = cached
-            long_form = spelled(span) if spelled is not None else None
-            inputs.append(mention_input(span, context, long_form, units(span) if units else (), text))
-        return inputs
+        return self.read_mentions(spans)
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
-        kept = self._mention_vectors
-        unseen = list(mentions) if kept is None else [m for m in dict.fromkeys(mentions) if m not in kept]
-        vectors = encode_by_length(
-            unseen, lambda batch: self.model.ops.to_numpy(self.model.predict((batch, []))[0]),
-            lambda m: len(m.left) + len(m.mention) + len(m.right), self._encoder().dim,
-            self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding mentions")
-        if kept is None:
-            return vectors
-        kept.update(zip(unseen, vectors))
-        return np.stack([kept[m] for m in mentions]) if mentions else vectors
-
-    @contextmanager
-    def reusing_mention_vectors(self) -> Iterator[None]:
-        """Within the block a mention read again (the same text, context and long form) is not
-        encoded again: for passes over the same docs that differ only after the encoder, such as
-        each threshold of `tune-threshold --end-to-end`. The weights must not change inside."""
-        self._mention_vectors = {}
-        try:
-            yield
-        finally:
-            self._mention_vectors = None
+        return self.encoder.encode_mentions(mentions, progress)
 
     def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray:
-        return encode_by_length(
-            entities, lambda batch: self.model.ops.to_numpy(self.model.predict(([], batch))[1]),
-            entity_length, self._encoder().dim,
-            self.settings.batch_size, progress=progress, desc=f"{self.name}: encoding entities")
+        return self.encoder.encode_entities(entities, progress)
+
+    def reusing_mention_vectors(self) -> ContextManager[None]:
+        """See `LinkerEncoder.reusing_mention_vectors`."""
+        return self.encoder.reusing_mention_vectors()
 
     # Prediction ---------------------------------------------------------------------
 
@@ -428,89 +246,43 @@ class ArboLinker(ConfiguredPipe):
         return [ent for ent in doc.ents if ent.label_ not in discard and (self.settings.overwrite or not ent.kb_id_)]
 
     def candidates_for(self, mentions: Sequence[MentionInput], vectors: Optional[np.ndarray] = None) -> List[Candidates]:
-        retriever = self._require_retriever()
+        retriever = self.require_retriever()
         if self.settings.uses_dense:
             self.ensure_fresh()
-            vectors = self.encode_mentions(mentions) if vectors is None else vectors
+            vectors = self.encoder.encode_mentions(mentions) if vectors is None else vectors
         return retriever.candidates(vectors, [m.mention for m in mentions])
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Link]]:
-        docs = list(docs)
+        settings = self.settings
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
         links: List[Link] = [Link([], NIL) for _ in located]
         linkable = [i for i, (_, span) in enumerate(located) if not WORDLESS.match(span.text)]
         if linkable:
             spans = [located[i][1] for i in linkable]
-            mentions = self.mention_inputs(spans)
-            parts = [composite_parts(s) if self.settings.composites != "whole" else [] for s in spans]
+            mentions = self.read_mentions(spans)
+            parts = [composite_parts(s) if settings.composites != "whole" else [] for s in spans]
             part_mentions = [replace(m, mention=text) for m, texts in zip(mentions, parts) for text in texts]
-            if self.settings.linking == "independent":
+            if settings.linking == "independent":
                 ranked = self.candidates_for(mentions + part_mentions)
-                decided = [Link(c, best_above(c, self.settings.threshold)) for c in ranked[:len(mentions)]]
+                decided = nearest_links(ranked[:len(mentions)], settings.threshold)
                 part_candidates = ranked[len(mentions):]
             else:
-                decided = self._cluster([located[i] for i in linkable], mentions)
+                vectors = self.encoder.encode_mentions(mentions)
+                anchors = self.training.current_mentions(self.encoder) if settings.transductive else None
+                if anchors is not None and not len(anchors):
+                    raise ArboError(
+                        f"'{self.name}': transductive clustering needs the training mentions. Train or initialize "
+                        "the pipeline with transductive = true, or call set_training_mentions(docs) "
+                        "(CLI: evaluate --anchors-from TRAIN.spacy).")
+                decided = cluster_links(self._require_kb(), [located[i] for i in linkable], vectors,
+                                        self.candidates_for(mentions, vectors), settings, anchors)
                 part_candidates = self.candidates_for(part_mentions) if part_mentions else []
-            self._split_composites(decided, parts, part_candidates)
+            split_composites(decided, parts, part_candidates, settings.composites, settings.threshold)
             for i, link in zip(linkable, decided):
                 links[i] = link
         remaining = iter(links)
         return [[next(remaining) for _ in spans] for spans in spans_per_doc]
-
-    def _split_composites(self, links: List[Link], parts: List[List[str]], part_candidates: List[Candidates]) -> None:
-        """Link a coordinated mention to each part's entity when they differ (`composites`)."""
-        remaining = iter(part_candidates)
-        for link, texts in zip(links, parts):
-            ranked = [next(remaining) for _ in texts]
-            decided = [(text, best_above(c, self.settings.threshold), c) for text, c in zip(texts, ranked)]
-            found = [(text, kb_id, c) for text, kb_id, c in decided if kb_id != NIL]
-            ids = list(dict.fromkeys(kb_id for _, kb_id, _ in found))
-            if len(ids) < 2:
-                continue
-            if self.settings.composites == "best" and link.kb_id != NIL:
-                if np.mean([c[0][1] for _, _, c in found]) < link.candidates[0][1]:
-                    continue
-            link.kb_id = "|".join(ids)
-            link.parts = decided
-
-    def _cluster(self, located: List[Tuple[int, Span]], mentions: List[MentionInput]) -> List[Link]:
-        """Clustering-based linking (`linking.mention_graph`): each mention links to its
-        cluster's entity, clusters without one are NIL (discovered entities)."""
-        kb = self._require_retriever().kb
-        vectors = self.encode_mentions(mentions)
-        candidates = self.candidates_for(mentions, vectors)
-        if self.settings.clustering_scope == "batch":
-            groups = [list(range(len(located)))]
-        else:
-            by_doc: Dict[int, List[int]] = {}
-            for i, (d, _) in enumerate(located):
-                by_doc.setdefault(d, []).append(i)
-            groups = list(by_doc.values())
-        anchors = self._anchors() if self.settings.transductive else None
-        clustered = cluster_mentions(
-            vectors, [(kb.row(c[0][0]), c[0][1]) if c else None for c in candidates], groups,
-            knn=self.settings.knn_mentions, graph=self.settings.graph, min_similarity=self.settings.min_similarity,
-            anchor_vectors=None if anchors is None else anchors.vectors,
-            anchor_rows=None if anchors is None else anchors.gold_rows,
-        )
-        links = []
-        for ranked, result in zip(candidates, clustered):
-            path = [self._describe_step(step, located, anchors) for step in result.path]
-            if path and not isinstance(path[0], str):
-                path.insert(0, NIL)
-            links.append(Link(ranked, kb.ids[result.entity] if result.entity >= 0 else NIL, result.cluster, path))
-        return links
-
-    def _describe_step(self, step: Tuple[str, int], located: List[Tuple[int, Span]],
-                       anchors: Optional[TrainingMentions]) -> Any:
-        kind, index = step
-        if kind == "entity":
-            return self._require_retriever().kb.ids[index]
-        if kind == "anchor" and anchors is not None:
-            return (-1, -1, -1, anchors.mentions[index].mention)
-        doc_index, span = located[index]
-        return (doc_index, span.start_char, span.end_char, span.text)
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
         view = (self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
@@ -541,207 +313,71 @@ class ArboLinker(ConfiguredPipe):
                 eg.predicted = doc
         return self._scorer(examples, **kwargs)
 
-    def training_batch(self, examples: Iterable[Example]) -> TrainingBatch:
-        """Gold (mention, entity) pairs of the examples, plus sampled KB aliases."""
-        retriever = self._require_retriever()
-        spans, rows = [], []
-        for eg in examples:
-            gold_by_offset = {(e.start_char, e.end_char): e for e in eg.reference.ents}
-            for span in self._spans_to_link(eg.predicted):
-                gold = gold_by_offset.get((span.start_char, span.end_char))
-                row = gold_row(retriever.kb, gold.kb_id_) if gold is not None else None
-                if row is not None:
-                    spans.append(span)
-                    rows.append(row)
-        mentions = self.mention_inputs(spans)
-        corpus_ids = [self.corpus.keys.get(mention_key(s), -1) for s in spans]
-        n_aliases = self.settings.alias_pairs_per_batch
-        if n_aliases:
-            pairs = retriever.alias_pairs()
-            for i in self._rng.choice(len(pairs), size=min(n_aliases, len(pairs)), replace=False):
-                mentions.append(MentionInput("", pairs[i][0], ""))
-                rows.append(pairs[i][1])
-                corpus_ids.append(-1)
-        return TrainingBatch(mentions, np.asarray(rows, dtype=np.int64), np.asarray(corpus_ids, dtype=np.int64))
-
-    def refresh_corpus_vectors(self) -> None:
-        """Re-encode the cached training mentions (ArboEL's graph nodes) with current weights."""
-        if len(self.corpus):
-            self.corpus.vectors = self.encode_mentions(self.corpus.mentions, progress=True)
-            self.corpus.vectors_fingerprint = self._encoder_fingerprint()
-            self._corpus_encoded_at = self._updates
-
-    def update(
-        self,
-        examples: Iterable[Example],
-        *,
-        drop: float = 0.0,
-        sgd: Optional[Optimizer] = None,
-        losses: Optional[Dict[str, float]] = None,
-    ) -> Dict[str, float]:
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd: Optional[Optimizer] = None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
-        if self.objective is None:
+        if self.training.objective is None:
             raise ArboError(f"'{self.name}' has no training objective configured.")
         examples = self._ensure_ents(examples)
         validate_examples(examples, f"{self.name}.update")
-        batch = self.training_batch(examples)
+        batch = self.training.batch(examples, self._spans_to_link, self.require_retriever(), self.read_mentions,
+                                    self.settings.alias_pairs_per_batch)
         if not len(batch):
             return losses
-        if self._updates % self.settings.refresh_every == 0:
-            # Negatives are mined from the current index and mention cache, re-made every N steps.
-            if self.objective.uses_index:
-                self.ensure_fresh()
-            if self.objective.uses_corpus_vectors:
-                self.refresh_corpus_vectors()
-        if self.objective.entity_cache != "none" and self._require_retriever().entity_vectors is None:
-            self.refresh_index()  # e.g. a prebuilt index: no vectors of its own yet
-        state = TrainingState(self._encoder(), self._require_retriever(), self.corpus, self._rng)
-        loss = self.objective(state, batch)
+        loss = self.training.loss(batch, self.encoder, self.require_retriever(), self.settings.refresh_every)
         loss.backward()
-        self._updates += 1
-        self._stale = True
+        self.encoder.weights_changed()
         if sgd not in (None, False):
             self.finish_update(sgd)
         losses[self.name] += float(loss.detach())
         return losses
 
+    def finish_update(self, sgd: Optimizer) -> None:
+        super().finish_update(sgd)
+        self.encoder.weights_changed()
+
     def use_params(self, params: dict) -> Iterator[None]:
-        """spaCy scores and saves under the optimizer's parameter averages (`use_averages = true`):
-        vectors made before the swap, or inside it, belong to other weights. The index is then
-        re-encoded only if the entity-side weights differ (never with a frozen entity tower).
+        """spaCy scores and saves under the optimizer's parameter averages (`use_averages = true`).
         A generator, not a context manager: `Language.use_params` steps it with next()."""
         with self.model.use_params(params):
-            self._weights_swapped()
+            self.encoder.weights_changed()
             yield
-        self._weights_swapped()
+        self.encoder.weights_changed()
 
-    def _weights_swapped(self) -> None:
-        self._stale = True
-        self._corpus_encoded_at = None
-
-    # Serialization --------------------------------------------------------------------
-    # Settings live in the pipeline's config; a component writes its weights, the KB, the
-    # indexes (the dense one only while it matches the weights: never re-encoded here) and
-    # the transductive anchors.
-
-    def _index_is_current(self) -> bool:
-        self._recheck_stale()
-        if self._stale and self.retriever is not None and self.retriever.dense is not None:
-            logger.warning("%s: the entity index lags the weights and is not saved; it is re-encoded "
-                           "when the saved pipeline is first used.", self.name)
-        return not self._stale
+    # Serialization: `linker_files` says what each file holds ------------------------------
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
-        retriever = self._require_retriever()
-        serializers = {
-            "model": lambda: self.model.to_bytes() if is_built(self.model) else b"",
-            "kb": retriever.kb.to_bytes,
-            "indexes": lambda: srsly.msgpack_dumps(retriever.index_bytes(include_dense=self._index_is_current())),
-            "anchors": lambda: self._anchors().to_bytes(retriever.kb) if self._keeps_anchors() else b"",
-            "long_forms": lambda: srsly.msgpack_dumps(self.corpus_long_forms),
-        }
-        return util.to_bytes(serializers, exclude)
+        return linker_files.to_bytes(self, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
-        deserializers = {
-            "model": lambda b: self.model.from_bytes(b) if b else None,
-            "kb": lambda b: self.set_kb(EntityStore.from_bytes(b)),
-            "indexes": lambda b: self._require_retriever().load_index_bytes(srsly.msgpack_loads(b)),
-            "anchors": lambda b: self._load_anchors(TrainingMentions.from_bytes(b, self.kb) if b else None),
-            "long_forms": lambda b: self._load_long_forms(srsly.msgpack_loads(b), "bytes"),
-        }
-        util.from_bytes(bytes_data, deserializers, exclude)
+        linker_files.from_bytes(self, bytes_data, exclude)
         self._after_load()
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
-        retriever = self._require_retriever()
-        serializers = {
-            "kb": retriever.kb.to_disk,
-            "indexes": lambda p: retriever.to_disk(p, include_dense=self._index_is_current()),
-        }
-        if is_built(self.model):
-            serializers["model"] = self.model.to_disk
-        if self._keeps_anchors():
-            serializers["anchors"] = lambda p: self._anchors().to_disk(p, retriever.kb)
-        if self.corpus_long_forms:
-            serializers["long_forms"] = self._write_long_forms
-        util.to_disk(path, serializers, exclude)
+        linker_files.to_disk(self, Path(path), exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         path = Path(path)
         if self._load_legacy_settings(path):
-            self._load_legacy(path)
-            return self
-        deserializers = {
-            "model": lambda p: self.model.from_disk(p) if p.exists() else None,
-            "kb": lambda p: self.set_kb(open_store(p)),
-            "indexes": lambda p: self._require_retriever().from_disk(p),
-            "anchors": lambda p: self._load_anchors(TrainingMentions.from_disk(p, self.kb) if p.exists() else None),
-            "long_forms": self._read_long_forms,
-        }
-        util.from_disk(path, deserializers, exclude)
+            linker_files.from_legacy_disk(self, path)
+        else:
+            linker_files.from_disk(self, path, exclude)
         self._after_load()
         return self
 
-    def _keeps_anchors(self) -> bool:
-        return self.settings.transductive and bool(len(self.corpus))
-
-    def _write_long_forms(self, path: Path) -> None:
-        with atomic_path(path) as tmp:
-            srsly.write_json(tmp, self.corpus_long_forms)
-
-    def _read_long_forms(self, path: Path) -> None:
-        if not path.exists():
-            self.corpus_long_forms = {}
-            return
-        self._load_long_forms(read_json(path), str(path))
-
-    def _load_long_forms(self, forms: Any, origin: str) -> None:
-        if not isinstance(forms, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in forms.items()):
-            raise ArboError(f"{self.name}: the corpus long forms in {origin} are not an object of short form -> "
-                            "long form strings.")
-        self.corpus_long_forms = dict(forms)
-
-    def _load_anchors(self, anchors: Optional[TrainingMentions]) -> None:
-        if anchors is not None:
-            self.corpus = anchors
-
     def _after_load(self) -> None:
-        """A loaded dense index or anchor vectors that other weights (or, for the index, other
-        entity texts) made are re-encoded on first use (e.g. after `spacy.load(path,
-        config={... index_aliases: true})`)."""
-        retriever = self.retriever
-        if retriever is None:  # the KB was excluded
+        """New weights: vectors saved from other weights (or, for the index, other entity
+        texts, e.g. after `spacy.load(path, config={... index_aliases: true})`) are
+        re-encoded on first use."""
+        self.encoder.weights_changed()
+        if self.retriever is None:  # the KB was excluded
             return
-        self._check_knowledge_units()
-        if not (self.settings.uses_dense or is_built(self.model)):
-            self._stale = False
-            return
-        if len(self.corpus):
-            current = self.corpus.vectors_fingerprint == self._encoder_fingerprint()
-            self._corpus_encoded_at = self._updates if current else None
-        self._stale = self.settings.uses_dense and not retriever.is_current(self._encoder_fingerprint(True))
-        if self._stale and retriever.dense is not None:
+        self.read_mentions.check_knowledge_units()
+        if self.retriever.dense is not None and not self.index_is_current():
             logger.info("%s: the saved entity index does not match the settings or weights; it is "
                         "re-encoded on first use.", self.name)
-
-    def _load_legacy(self, path: Path) -> None:
-        """spacy-arbo 0.1 kept the indexes beside the model."""
-        logger.warning("%s: '%s' was saved by spacy-arbo 0.1, whose settings file overrides the config; "
-                       "re-save the pipeline to change settings at load time.", self.name, path)
-        self.model.from_disk(path / "model")
-        self.set_kb(open_store(path / "kb"))
-        self._require_retriever().from_disk(path)
-        if (path / "anchors").exists():
-            self._load_anchors(TrainingMentions.from_disk(path / "anchors", self.kb))
-        self._after_load()
-
-
-def entity_length(entity: EntityInput) -> int:
-    """What `encode_entities` groups texts into batches by."""
-    return len(entity.title) + len(entity.description)
 
 
 def arbo_linkers(nlp: Language) -> List[ArboLinker]:

@@ -4,14 +4,15 @@ One object owns what candidate generation needs (scispacy keeps it apart from th
 too): the entity texts the entity tower reads, the FAISS index over their vectors (with a
 fingerprint of the encoder and texts that made it), an optional TF-IDF alias index, and
 the search that turns either, or both fused, into each mention's distinct top-k entities.
-The caller brings the encoder: `refresh` takes a function from entity texts to vectors.
+The caller brings the encoder (`EntityEncoder`). Each index is stamped with the fingerprint
+of the weights and texts that made it and is current while that matches (`ensure_fresh`).
 """
 import hashlib
 import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import srsly
@@ -39,6 +40,14 @@ ALIAS_OVERSAMPLE = 4
 DICTIONARY_FILE = "dictionary.json"
 
 EncodeEntities = Callable[[List[EntityInput]], np.ndarray]
+
+
+class EntityEncoder(Protocol):
+    """What the retriever needs of an encoder to keep its indexes current."""
+
+    def fingerprint(self, entities_only: bool = False) -> str: ...
+
+    def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -176,22 +185,25 @@ class EntityRetriever:
         self.dense = FaissIndex.build(vectors, ids=owners, use_gpu=self.settings.use_gpu_index,
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
         logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)
-        self.encode_dictionary(encode)
+        self.encode_dictionary(encode, encoder_fingerprint)
 
-    def apply_update(self, kb: BaseEntityStore, update: KBUpdate, encode: EncodeEntities,
-                     encoder_fingerprint: str) -> None:
+    def apply_update(self, kb: BaseEntityStore, update: KBUpdate, encoder: Optional[EntityEncoder]) -> None:
         """Take `kb`, the KB after `update`: only its changed rows are encoded and replace their
         vectors in the dense index; dictionary names follow their entities' new rows (those of
-        removed entities go); a TF-IDF index is rebuilt."""
+        removed entities go); a TF-IDF index is rebuilt. `encoder` may be None when nothing
+        is encoded (no dense index)."""
         if len(kb) != update.size:
             raise ArboError(f"The updated KB has {len(kb):,} entities; the update leaves {update.size:,}.")
         row_map = update.row_map
         names = [(text, int(row_map[row])) for text, row in self.dictionary if row_map[row] >= 0]
         dictionary_was_encoded = self.dictionary_index is not None
+        encodes = self.dense is not None or dictionary_was_encoded
+        if encodes and encoder is None:
+            raise ArboError("Updating a KB with a dense index needs the encoder that made it.")
         old_kb, self.kb = self.kb, kb
         try:  # encoding is what fails or is interrupted: until it is done, nothing changes
             inputs, owners = self.entity_texts(update.encoded)
-            vectors = encode(inputs) if self.dense is not None and inputs else []
+            vectors = encoder.encode_entities(inputs) if self.dense is not None and inputs else []
         except BaseException:
             self.kb = old_kb
             raise
@@ -199,10 +211,10 @@ class EntityRetriever:
         if self.tfidf is not None:
             self.tfidf = TfidfAliasIndex.build(kb)
         if self.dense is not None:
-            self.dense.update(update.dropped, vectors, owners, self.fingerprint(encoder_fingerprint))
+            self.dense.update(update.dropped, vectors, owners, self.fingerprint(encoder.fingerprint(True)))
         self.set_dictionary(names)
         if dictionary_was_encoded:
-            self.encode_dictionary(encode)
+            self.encode_dictionary(encoder.encode_entities, encoder.fingerprint(True))
 
     # Dictionary of extra names ---------------------------------------------------------
 
@@ -215,11 +227,7 @@ class EntityRetriever:
         self.dictionary = list(dict.fromkeys((text, int(row)) for text, row in names if text.strip()))
         self.dictionary_index = None
 
-    @property
-    def dictionary_is_encoded(self) -> bool:
-        return not self.dictionary or self.dictionary_index is not None
-
-    def encode_dictionary(self, encode: EncodeEntities) -> None:
+    def encode_dictionary(self, encode: EncodeEntities, encoder_fingerprint: str) -> None:
         """Encode the dictionary names as the entity tower reads an alias: the name, with
         its entity's description."""
         if not self.dictionary:
@@ -228,10 +236,24 @@ class EntityRetriever:
         entities = self.entity_inputs()
         inputs = [replace(entities[row], title=text) for text, row in self.dictionary]
         rows = np.asarray([row for _, row in self.dictionary], dtype=np.int64)
-        self.dictionary_index = FaissIndex.build(encode(inputs), ids=rows, use_gpu=False)
+        self.dictionary_index = FaissIndex.build(encode(inputs), ids=rows, use_gpu=False,
+                                                 fingerprint=self.fingerprint(encoder_fingerprint))
+
+    # Freshness ------------------------------------------------------------------------------
 
     def is_current(self, encoder_fingerprint: str) -> bool:
+        """Whether the dense index holds the vectors these entity-side weights give."""
         return self.dense is not None and self.dense.fingerprint == self.fingerprint(encoder_fingerprint)
+
+    def ensure_fresh(self, encoder: EntityEncoder, progress: bool = True, force: bool = False) -> None:
+        """Re-encode the index and the dictionary names where they lag `encoder` (with
+        `force`, even where they do not: to have `entity_vectors` after a load)."""
+        encoder_fingerprint = encoder.fingerprint(entities_only=True)
+        if force or not self.is_current(encoder_fingerprint):
+            self.refresh(lambda inputs: encoder.encode_entities(inputs, progress), encoder_fingerprint)
+        elif self.dictionary and (self.dictionary_index is None or
+                                  self.dictionary_index.fingerprint != self.fingerprint(encoder_fingerprint)):
+            self.encode_dictionary(encoder.encode_entities, encoder_fingerprint)
 
     def ensure_tfidf(self) -> TfidfAliasIndex:
         if self.tfidf is None:

@@ -34,8 +34,8 @@ def test_update_equals_a_rebuild_and_encodes_only_what_changed(tmp_path, toy_kb_
     nlp = make_nlp(toy_kb_dir, **cfg)
     linker = nlp.get_pipe("arbo_linker")
     encoded = []
-    encode = linker.encode_entities
-    linker.encode_entities = lambda inputs, progress=False: encoded.append(len(inputs)) or encode(inputs)
+    encode = linker.encoder.encode_entities
+    linker.encoder.encode_entities = lambda inputs, progress=False: encoded.append(len(inputs)) or encode(inputs)
     revised = Entity("MESH:D003371", "Cough", ("coughing", "tussis"))
     update = linker.update_kb([MIGRAINE, revised], remove=["MESH:D003920"])
     # Row 0 (removed) takes the last entity; Cough is replaced; Migraine is appended.
@@ -88,7 +88,7 @@ def test_failed_update_changes_nothing(toy_kb_dir, toy_docs):
     def interrupted(inputs, progress=False):
         raise KeyboardInterrupt
 
-    linker.encode_entities = interrupted
+    linker.encoder.encode_entities = interrupted
     with pytest.raises(KeyboardInterrupt):
         linker.update_kb([MIGRAINE], remove=["MESH:D005334"])
     assert len(linker.kb) == 6 and links(nlp.pipe(unlinked(nlp, toy_docs))) == want
@@ -110,3 +110,18 @@ def test_kb_add_and_remove_commands(tmp_path, toy_kb_dir, capsys):
     assert len(spacy.load(tmp_path / "added").get_pipe("arbo_linker").kb) == 5
     assert cli_main(["kb", "remove", str(tmp_path / "added"), "NOPE"]) == 1
     assert "Cannot remove 'NOPE'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("source", ["tfidf", "dense", "hybrid"])
+def test_kb_add_and_remove_work_for_every_candidate_source(tmp_path, toy_kb_dir, source):
+    make_nlp(toy_kb_dir, candidate_source=source, index_aliases=True).to_disk(tmp_path / "pipeline")
+    write_jsonl(EntityStore([MIGRAINE]), tmp_path / "new.jsonl")
+    assert cli_main(["kb", "add", str(tmp_path / "pipeline"), str(tmp_path / "new.jsonl")]) == 0
+    nlp = spacy.load(tmp_path / "pipeline")
+    assert len(nlp.get_pipe("arbo_linker").kb) == 7
+    linked = [e.kb_id_ for d in nlp.pipe(new_docs(nlp)) for e in d.ents]
+    assert MIGRAINE.id in linked
+    assert cli_main(["kb", "remove", str(tmp_path / "pipeline"), MIGRAINE.id]) == 0
+    nlp = spacy.load(tmp_path / "pipeline")
+    assert MIGRAINE.id not in nlp.get_pipe("arbo_linker").kb
+    assert MIGRAINE.id not in [e.kb_id_ for d in nlp.pipe(new_docs(nlp)) for e in d.ents]

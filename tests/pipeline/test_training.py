@@ -108,7 +108,7 @@ def test_arborescence_entity_weight_adds_a_weighted_entity_softmax(toy_kb_dir):
     nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["arborescence_full"], steps=2)
     linker = nlp.get_pipe("arbo_linker")
     linker.refresh_index(progress=False)
-    linker.refresh_corpus_vectors()
+    linker.training.encode_mentions(linker.encoder)
     module = get_module(linker.model).eval()
     spans = [e for d in gold for e in d.ents]
     batch = TrainingBatch(linker.mention_inputs(spans), np.array([linker.kb.row(e.kb_id_) for e in spans]),
@@ -234,14 +234,14 @@ def test_kb_aliases_as_extra_training_pairs(toy_kb_dir):
 def test_a_stale_index_is_not_saved_and_is_refreshed_before_use(tmp_path, toy_kb_dir):
     nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["in_batch"], steps=3)
     linker = nlp.get_pipe("arbo_linker")
-    assert linker._stale  # updated since the last refresh
+    assert not linker.index_is_current()  # updated since the last refresh
     nlp.to_disk(tmp_path / "stale")
     # Saving never encodes the KB: the index that lags the weights is left out...
-    assert linker._stale and not (tmp_path / "stale" / "arbo_linker" / "indexes" / "index").exists()
+    assert not linker.index_is_current() and not (tmp_path / "stale" / "arbo_linker" / "indexes" / "index").exists()
     loaded = spacy.load(tmp_path / "stale")
     # ...and both pipelines encode it before their first prediction.
     assert links(loaded.pipe(unlinked(loaded, gold))) == links(nlp.pipe(unlinked(nlp, gold)))
-    assert not linker._stale and not loaded.get_pipe("arbo_linker")._stale
+    assert linker.index_is_current() and loaded.get_pipe("arbo_linker").index_is_current()
     nlp.to_disk(tmp_path / "fresh")
     assert (tmp_path / "fresh" / "arbo_linker" / "indexes" / "index").is_dir()
 
@@ -628,7 +628,7 @@ def test_arborescence_refreshes_the_mention_cache_and_uses_mention_edges(toy_kb_
     nlp, _, _ = train_toy(toy_kb_dir, OBJECTIVES["arborescence_full"], steps=12)
     linker = nlp.get_pipe("arbo_linker")
     # Re-encoded at updates 0 and 10 (refresh_every 10), not only when an entity cache is set.
-    assert linker.corpus.vectors is not None and linker._corpus_encoded_at == 10
+    assert linker.corpus.vectors is not None and linker.training.corpus_encoded_at == 10
     assert "mention" in kinds and "entity" in kinds
 
 

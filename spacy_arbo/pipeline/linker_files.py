@@ -1,0 +1,99 @@
+"""What a saved `arbo_linker` holds: its weights, the KB, the indexes, the transductive
+anchors and the corpus long forms. Its settings live in the pipeline's config.
+
+The dense index is written only while it matches the weights: saving never encodes, and
+a pipeline saved without it re-encodes the KB when first used.
+"""
+import logging
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Optional
+
+import srsly
+from spacy import util
+
+from ..kb.store import EntityStore, open_store
+from ..torch_model import is_built
+from ..training.mentions import TrainingMentions
+
+logger = logging.getLogger("spacy_arbo")
+
+
+def _dense_index_is_saved(linker: Any) -> bool:
+    current = linker.index_is_current()
+    if not current:
+        logger.warning("%s: the entity index lags the weights and is not saved; it is re-encoded "
+                       "when the saved pipeline is first used.", linker.name)
+    return current
+
+
+def _keeps_anchors(linker: Any) -> bool:
+    return linker.settings.transductive and bool(len(linker.corpus))
+
+
+def _current_anchors(linker: Any) -> TrainingMentions:
+    return linker.training.current_mentions(linker.encoder)
+
+
+def _load_anchors(linker: Any, anchors: Optional[TrainingMentions]) -> None:
+    if anchors is not None:
+        linker.training.corpus = anchors
+
+
+def to_bytes(linker: Any, exclude: Iterable[str]) -> bytes:
+    retriever = linker.require_retriever()
+    serializers: Dict[str, Callable[[], bytes]] = {
+        "model": lambda: linker.model.to_bytes() if is_built(linker.model) else b"",
+        "kb": retriever.kb.to_bytes,
+        "indexes": lambda: srsly.msgpack_dumps(retriever.index_bytes(include_dense=_dense_index_is_saved(linker))),
+        "anchors": lambda: _current_anchors(linker).to_bytes(retriever.kb) if _keeps_anchors(linker) else b"",
+        "long_forms": linker.read_mentions.long_forms_bytes,
+    }
+    return util.to_bytes(serializers, exclude)
+
+
+def from_bytes(linker: Any, data: bytes, exclude: Iterable[str]) -> None:
+    deserializers = {
+        "model": lambda b: linker.model.from_bytes(b) if b else None,
+        "kb": lambda b: linker.set_kb(EntityStore.from_bytes(b)),
+        "indexes": lambda b: linker.require_retriever().load_index_bytes(srsly.msgpack_loads(b)),
+        "anchors": lambda b: _load_anchors(linker, TrainingMentions.from_bytes(b, linker.kb) if b else None),
+        "long_forms": linker.read_mentions.load_long_forms_bytes,
+    }
+    util.from_bytes(data, deserializers, exclude)
+
+
+def to_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
+    retriever = linker.require_retriever()
+    serializers = {
+        "kb": retriever.kb.to_disk,
+        "indexes": lambda p: retriever.to_disk(p, include_dense=_dense_index_is_saved(linker)),
+    }
+    if is_built(linker.model):
+        serializers["model"] = linker.model.to_disk
+    if _keeps_anchors(linker):
+        serializers["anchors"] = lambda p: _current_anchors(linker).to_disk(p, retriever.kb)
+    if linker.corpus_long_forms:
+        serializers["long_forms"] = linker.read_mentions.write_long_forms
+    util.to_disk(path, serializers, exclude)
+
+
+def from_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
+    deserializers = {
+        "model": lambda p: linker.model.from_disk(p) if p.exists() else None,
+        "kb": lambda p: linker.set_kb(open_store(p)),
+        "indexes": lambda p: linker.require_retriever().from_disk(p),
+        "anchors": lambda p: _load_anchors(linker, TrainingMentions.from_disk(p, linker.kb) if p.exists() else None),
+        "long_forms": linker.read_mentions.read_long_forms,
+    }
+    util.from_disk(path, deserializers, exclude)
+
+
+def from_legacy_disk(linker: Any, path: Path) -> None:
+    """spacy-arbo 0.1 kept the indexes beside the model."""
+    logger.warning("%s: '%s' was saved by spacy-arbo 0.1, whose settings file overrides the config; "
+                   "re-save the pipeline to change settings at load time.", linker.name, path)
+    linker.model.from_disk(path / "model")
+    linker.set_kb(open_store(path / "kb"))
+    linker.require_retriever().from_disk(path)
+    if (path / "anchors").exists():
+        _load_anchors(linker, TrainingMentions.from_disk(path / "anchors", linker.kb))

@@ -1,0 +1,79 @@
+"""What `arbo_linker` is configured with: its settings, and the model it gets by default."""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from thinc.api import Config
+
+from ..encoders.precision import PRECISIONS
+from ..linking.clustering import GRAPHS
+from ..retrieval.retriever import RetrievalSettings
+from ..settings import check_at_least, check_choice
+from ..util import ArboError
+
+LINKINGS = ("independent", "clustering")
+SCOPES = ("batch", "doc")
+# How a coordinated mention ("breast and ovarian cancer") is linked: as one mention, split
+# into its parts whenever they name different entities, or split only when the parts'
+# retrieval scores average at least the whole mention's.
+COMPOSITES = ("whole", "split", "best")
+
+# The offline MiniLM as one tower shared by mentions and entities.
+DEFAULT_MODEL = Config().from_str(
+    """
+[model]
+@architectures = "spacy_arbo.DualEncoder.v1"
+similarity = "cosine"
+scale = 20.0
+learn_scale = true
+
+[model.mention_tower]
+@architectures = "spacy_arbo.TransformerTower.v1"
+pooling = "mean"
+max_length = 64
+use_markers = false
+
+[model.mention_tower.name]
+@misc = "spacy_arbo.default_encoder_path.v1"
+"""
+)["model"]
+
+
+@dataclass(frozen=True)
+class LinkerSettings(RetrievalSettings):
+    """The retrieval settings plus how links are decided, read and trained. spaCy's names
+    where they mean the same: `threshold` (NIL below it), `labels_discard`, `overwrite`,
+    `use_gold_ents`."""
+
+    threshold: Optional[float] = None
+    kb_ents_threshold: Optional[float] = None
+    max_entities_per_mention: int = 5
+    labels_discard: List[str] = field(default_factory=list)
+    overwrite: bool = True
+    use_gold_ents: bool = True
+    context_chars: int = 0
+    use_long_form: bool = True
+    composites: str = "best"
+    linking: str = "independent"
+    graph: str = "directed"
+    knn_mentions: int = 8
+    min_similarity: Optional[float] = None
+    clustering_scope: str = "batch"
+    transductive: bool = False
+    refresh_every: int = 200
+    alias_pairs_per_batch: int = 0
+    precision: str = "auto"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("linking", self.linking, LINKINGS)
+        check_choice("composites", self.composites, COMPOSITES)
+        check_choice("graph", self.graph, GRAPHS)
+        check_choice("clustering_scope", self.clustering_scope, SCOPES)
+        check_choice("precision", self.precision, PRECISIONS)
+        check_at_least(1, refresh_every=self.refresh_every, max_entities_per_mention=self.max_entities_per_mention)
+        check_at_least(0, knn_mentions=self.knn_mentions, context_chars=self.context_chars,
+                       alias_pairs_per_batch=self.alias_pairs_per_batch)
+        if self.linking == "clustering" and not self.uses_dense:
+            raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
+        object.__setattr__(self, "labels_discard", list(self.labels_discard))
