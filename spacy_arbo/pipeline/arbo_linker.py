@@ -23,7 +23,7 @@ from thinc.api import Model, Optimizer
 from ..encoders.templates import EntityInput, MentionInput, Triplet
 from ..kb.entities import NIL, Entity
 from ..kb.store import BaseEntityStore
-from ..kb.updates import KBUpdate, plan_update, updated_store
+from ..kb.updates import KBUpdate
 from ..retrieval.candidates import Candidates
 from ..retrieval.retriever import EntityRetriever
 from ..settings import setting_defaults, with_setting_parameters
@@ -37,9 +37,8 @@ from .configured_pipe import ConfiguredPipe
 from .encoding import LinkerEncoder
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .link_decisions import Link, cluster_links, nearest_links, split_composites
+from .link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
-from .links import kb_ents, write_link
 from .mention_inputs import MentionReader
 from .retriever_training import RetrieverTraining
 
@@ -47,11 +46,6 @@ logger = logging.getLogger("spacy_arbo")
 
 # A mention without a single word character ("  ", "--") names nothing: it is not linked.
 WORDLESS = re.compile(r"^\W*$")
-
-
-for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
-    if not Span.has_extension(_attr):
-        Span.set_extension(_attr, default=None)
 
 
 @Language.factory(
@@ -162,22 +156,17 @@ class ArboLinker(ConfiguredPipe):
 
     def ensure_fresh(self) -> None:
         """Re-encode the entity vectors that lag the weights before they are used."""
-        retriever = self.require_retriever()
-        if self.settings.uses_dense:
-            retriever.ensure_fresh(self.encoder)
+        if self.require_retriever() and self.settings.uses_dense:
+            self.retriever.ensure_fresh(self.encoder)
 
     def update_kb(self, add: Iterable[Entity] = (), remove: Iterable[str] = (), *,
                   store_dir: Optional[PathLike] = None) -> KBUpdate:
-        """Add entities (one whose id the KB has replaces it) and remove ids without retraining:
-        only the changed rows are encoded and indexed, and new entities are linked zero-shot at
-        once. An on-disk KB is written anew to `store_dir` (default: a temporary directory,
-        which saving the pipeline copies)."""
-        retriever = self.require_retriever()
-        add = list(add)
+        """Add entities (replacing those with the same id) and remove ids without retraining: only
+        changed rows are encoded, and new entities are linked zero-shot at once. An on-disk KB is
+        written anew to `store_dir` (default: a temporary directory that saving copies)."""
         self.ensure_fresh()  # an index behind the weights is rebuilt first, then updated
-        update = plan_update(retriever.kb, add, remove)
-        kb = updated_store(retriever.kb, update, add, store_dir)
-        retriever.apply_update(kb, update, self.encoder if self.settings.uses_dense else None)
+        update = self.require_retriever().update_kb(add, remove, store_dir,
+                                                    self.encoder if self.settings.uses_dense else None)
         if len(self.corpus):
             self.training.corpus = self.corpus.remapped(update.row_map)
         return update
@@ -190,9 +179,7 @@ class ArboLinker(ConfiguredPipe):
 
     def _initialize(self, examples: List[Example]) -> None:
         self.read_mentions.check_knowledge_units()
-        limits = self.training.objective.measured_limits() if self.training.objective is not None else None
-        if limits:
-            logger.warning("%s: %s", self.name, limits)
+        self.training.warn_of_limits(self.name)
         self.set_training_mentions(eg.reference for eg in examples)
         retriever = self.require_retriever()
         if self.settings.uses_dense and not (retriever.kb.path and retriever.load_prebuilt(
@@ -202,29 +189,22 @@ class ArboLinker(ConfiguredPipe):
             retriever.ensure_tfidf()
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
-        """Keep the gold mentions of `docs`: the arborescence objective's graph nodes, and
-        with `transductive` the clustering's anchors (stored with the pipeline)."""
+        """Keep the gold mentions of `docs`: ArboEL's graph nodes and transductive anchors."""
         self.training.collect_mentions(docs, self.require_retriever(), self.read_mentions)
 
     def set_dictionary(self, docs: Iterable[Doc]) -> int:
-        """Add the gold mentions of `docs` as extra names of their entities, searched beside
-        the KB's (BioSyn's dictionary augmentation, weighted by `dictionary_offset`), and
-        return how many distinct names there are. Composite and NIL mentions are left out;
-        with `use_long_form` an abbreviation is stored as its long form, as it is read."""
+        """Add the gold mentions of `docs` as extra names of their entities (BioSyn's dictionary
+        augmentation, weighted by `dictionary_offset`); returns how many distinct names there are."""
         retriever = self.require_retriever()
-        linked = [(ent, retriever.kb.row(ent.kb_id_)) for doc in docs for ent in doc.ents
-                  if ent.kb_id_ != NIL and ent.kb_id_ in retriever.kb]
-        inputs = self.read_mentions([ent for ent, _ in linked])
-        retriever.set_dictionary([(m.mention, row) for m, (_, row) in zip(inputs, linked)])
+        retriever.set_dictionary(self.read_mentions.gold_names(docs, retriever.kb))
         return len(retriever.dictionary)
 
     def set_corpus_long_forms(self, docs: Iterable[Doc]) -> int:
-        """Learn the long forms that `docs` define, to read a short form that its own doc does
-        not define (with `use_long_form`), and return how many short forms there are. Only
-        text is read: unlabelled docs, the ones being linked included, serve as well."""
+        """Learn the long forms `docs` define, for short forms a doc uses undefined (with
+        `use_long_form`); only text is read, so unlabelled docs serve as well."""
         return self.read_mentions.learn_corpus_long_forms(docs)
 
-    # Encoding ---------------------------------------------------------------------------
+    # Encoding: `LinkerEncoder` and `MentionReader` do it ---------------------------------
 
     def mention_inputs(self, spans: Sequence[Span]) -> List[MentionInput]:
         return self.read_mentions(spans)
@@ -236,7 +216,6 @@ class ArboLinker(ConfiguredPipe):
         return self.encoder.encode_entities(entities, progress)
 
     def reusing_mention_vectors(self) -> ContextManager[None]:
-        """See `LinkerEncoder.reusing_mention_vectors`."""
         return self.encoder.reusing_mention_vectors()
 
     # Prediction ---------------------------------------------------------------------
@@ -269,12 +248,7 @@ class ArboLinker(ConfiguredPipe):
                 part_candidates = ranked[len(mentions):]
             else:
                 vectors = self.encoder.encode_mentions(mentions)
-                anchors = self.training.current_mentions(self.encoder) if settings.transductive else None
-                if anchors is not None and not len(anchors):
-                    raise ArboError(
-                        f"'{self.name}': transductive clustering needs the training mentions. Train or initialize "
-                        "the pipeline with transductive = true, or call set_training_mentions(docs) "
-                        "(CLI: evaluate --anchors-from TRAIN.spacy).")
+                anchors = self.training.anchors(self.encoder, self.name) if settings.transductive else None
                 decided = cluster_links(self._require_kb(), [located[i] for i in linkable], vectors,
                                         self.candidates_for(mentions, vectors), settings, anchors)
                 part_candidates = self.candidates_for(part_mentions) if part_mentions else []
@@ -285,17 +259,9 @@ class ArboLinker(ConfiguredPipe):
         return [[next(remaining) for _ in spans] for spans in spans_per_doc]
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
-        view = (self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
         for doc, links in zip(docs, links_per_doc):
             for span, link in zip(self._spans_to_link(doc), links):
-                write_link(span, link.kb_id, link.candidates, *view)
-                span._.arbo_cluster = link.cluster
-                span._.arbo_path = link.path
-                span._.arbo_parts = link.parts
-                if link.parts:
-                    firsts = {c[0][0]: c[0] for _, _, c in link.parts if c}
-                    ranked = [*firsts.values(), *(c for c in link.candidates if c[0] not in firsts)]
-                    span._.kb_ents = kb_ents(ranked, *view)
+                write_decision(span, link, self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
 
     # Training and scoring ------------------------------------------------------------
 
@@ -368,9 +334,7 @@ class ArboLinker(ConfiguredPipe):
         return self
 
     def _after_load(self) -> None:
-        """New weights: vectors saved from other weights (or, for the index, other entity
-        texts, e.g. after `spacy.load(path, config={... index_aliases: true})`) are
-        re-encoded on first use."""
+        """Vectors saved from other weights or entity texts are re-encoded on first use."""
         self.encoder.weights_changed()
         if self.retriever is None:  # the KB was excluded
             return

@@ -14,7 +14,11 @@ from ..kb.store import BaseEntityStore
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
 from ..training.mentions import TrainingMentions
-from .links import best_above
+from .links import best_above, kb_ents, write_link
+
+for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
+    if not Span.has_extension(_attr):
+        Span.set_extension(_attr, default=None)
 
 
 @dataclass
@@ -91,3 +95,16 @@ def _describe_step(step: Tuple[str, int], kb: BaseEntityStore, located: List[Tup
         return (-1, -1, -1, anchors.mentions[index].mention)
     doc_index, span = located[index]
     return (doc_index, span.start_char, span.end_char, span.text)
+
+
+def write_decision(span: Span, link: Link, ents_threshold: Optional[float], max_entities: int) -> None:
+    """`ent.kb_id_`, the candidates, and with clustering or split parts `span._.arbo_*`; a split
+    mention's `kb_ents` starts with each part's best candidate."""
+    write_link(span, link.kb_id, link.candidates, ents_threshold, max_entities)
+    span._.arbo_cluster = link.cluster
+    span._.arbo_path = link.path
+    span._.arbo_parts = link.parts
+    if link.parts:
+        firsts = {c[0][0]: c[0] for _, _, c in link.parts if c}
+        ranked = [*firsts.values(), *(c for c in link.candidates if c[0] not in firsts)]
+        span._.kb_ents = kb_ents(ranked, ents_threshold, max_entities)

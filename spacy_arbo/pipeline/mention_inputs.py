@@ -11,7 +11,7 @@ from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 from ..encoders.templates import MentionInput, Triplet, mention_input
-from ..kb.entities import Entity
+from ..kb.entities import NIL, Entity
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, SpelledOut, corpus_long_forms
@@ -76,6 +76,13 @@ class MentionReader:
             long_form = spelled(span) if spelled is not None else None
             inputs.append(mention_input(span, settings.context_chars, long_form, units(span) if units else (), text))
         return inputs
+
+    def gold_names(self, docs: Iterable[Doc], kb: BaseEntityStore) -> List[Tuple[str, int]]:
+        """(name as read, entity row) of every gold mention of `docs` with one KB id: what
+        the retriever's dictionary takes."""
+        linked = [(ent, kb.row(ent.kb_id_)) for doc in docs for ent in doc.ents if ent.kb_id_ != NIL and ent.kb_id_ in kb]
+        inputs = self([ent for ent, _ in linked])
+        return [(m.mention, row) for m, (_, row) in zip(inputs, linked)]
 
     # Corpus long forms ------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ the cadence at which negatives are mined afresh.
 Mined negatives come from the entity index and the training-mention vectors as they were
 at the last refresh: re-encoding after every step would cost more than the step.
 """
+import logging
 from typing import Callable, Iterable, List, Optional, Sequence
 
 import numpy as np
@@ -16,7 +17,10 @@ from ..encoders.templates import MentionInput
 from ..retrieval.retriever import EntityRetriever
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
+from ..util import ArboError
 from .encoding import LinkerEncoder
+
+logger = logging.getLogger("spacy_arbo")
 
 ReadMentions = Callable[[Sequence[Span]], List[MentionInput]]
 
@@ -32,6 +36,12 @@ class RetrieverTraining:
         # The update count the training mentions' vectors were last encoded at.
         self.corpus_encoded_at: Optional[int] = None
         self.rng = np.random.default_rng(seed)
+
+    def warn_of_limits(self, name: str) -> None:
+        """Say where the objective is known to fall short, before training with it."""
+        limits = self.objective.measured_limits() if self.objective is not None else None
+        if limits:
+            logger.warning("%s: %s", name, limits)
 
     def collect_mentions(self, docs: Iterable[Doc], retriever: EntityRetriever, read: ReadMentions) -> None:
         """Keep the gold mentions of `docs` whose entity the KB has."""
@@ -54,6 +64,15 @@ class RetrieverTraining:
         if self.corpus.vectors is None or self.corpus.vectors_fingerprint != encoder.fingerprint():
             self.encode_mentions(encoder)
         return self.corpus
+
+    def anchors(self, encoder: LinkerEncoder, name: str) -> TrainingMentions:
+        """The training mentions that transductive clustering links through."""
+        if not len(self.corpus):
+            raise ArboError(
+                f"'{name}': transductive clustering needs the training mentions. Train or initialize "
+                "the pipeline with transductive = true, or call set_training_mentions(docs) "
+                "(CLI: evaluate --anchors-from TRAIN.spacy).")
+        return self.current_mentions(encoder)
 
     def batch(self, examples: Iterable[Example], spans: Callable[[Doc], List[Span]], retriever: EntityRetriever,
               read: ReadMentions, n_aliases: int) -> TrainingBatch:

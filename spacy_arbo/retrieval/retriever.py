@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import srsly
@@ -20,7 +20,7 @@ import srsly
 from ..encoders.templates import ENTITY_FIELDS, EntityInput, Triplet, entity_inputs
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
-from ..kb.updates import KBUpdate
+from ..kb.updates import KBUpdate, plan_update, updated_store
 from ..settings import check_at_least, check_choice, check_types
 from ..util import ArboError, PathLike, atomic_path, read_json
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
@@ -186,6 +186,15 @@ class EntityRetriever:
                                       fingerprint=self.fingerprint(encoder_fingerprint), **self.settings.index)
         logger.info("encoded %s entity texts in %.1fs", f"{len(inputs):,}", time.perf_counter() - started)
         self.encode_dictionary(encode, encoder_fingerprint)
+
+    def update_kb(self, add: Iterable[Entity], remove: Iterable[str], store_dir: Optional[PathLike],
+                  encoder: Optional[EntityEncoder]) -> KBUpdate:
+        """Add entities (one whose id the KB has replaces it) and remove ids; an on-disk KB is
+        written anew to `store_dir` (default: a temporary directory)."""
+        add = list(add)
+        update = plan_update(self.kb, add, remove)
+        self.apply_update(updated_store(self.kb, update, add, store_dir), update, encoder)
+        return update
 
     def apply_update(self, kb: BaseEntityStore, update: KBUpdate, encoder: Optional[EntityEncoder]) -> None:
         """Take `kb`, the KB after `update`: only its changed rows are encoded and replace their
