@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from spacy_arbo.linking import clustering
+from spacy_arbo.linking import directed_pruning
 from spacy_arbo.linking.clustering import (
     GRAPHS,
     adjusted_rand_index,
@@ -292,7 +292,7 @@ def test_directed_matches_the_literal_procedure_when_labels_run_out(monkeypatch)
     # Weak entity edges make the directed pruning re-hang its certificate tree often;
     # with labels 1 apart there is no room for the first re-hung path, and later ones
     # soon fill the room left after spreading the labels out.
-    monkeypatch.setattr(clustering, "LABEL_GAP", 1)
+    monkeypatch.setattr(directed_pruning, "LABEL_GAP", 1)
     rng = np.random.default_rng(5)
     for _ in range(40):
         case = random_case(rng, sizes=(15, 35), k=4, weak_entities=True)
