@@ -2,12 +2,14 @@
 MiniLM's forward and backward pass with the checkpoint's 0.1 against 0 (`attention_dropout`),
 side by side in one process, at the shapes the recipes train on.
 
+Why: with dropout p > 0, PyTorch's attention leaves its fused CPU kernel for the plain one that
+draws a mask over every (head, query, key), whose cost grows with L^2, not L; a recipe chooses
+`attention_dropout` knowing what the checkpoint's value costs it.
+
     python bench/attention_dropout.py [--shapes 64x64 8x512] [--repeats 3] [--output attention_dropout.json]
 
 A shape RxL is R rows of L word pieces: 64x64 is a retriever batch of mentions in context
 (`max_length = 64`), 8x512 a batch of the reranker's multi passes (`max_length = 512`).
-With dropout p > 0, PyTorch's attention leaves its fused CPU kernel for the plain one that
-draws a mask over every (head, query, key): its cost grows with L^2, not L.
 """
 import argparse
 import json

@@ -1,12 +1,13 @@
 """Self-attention on a CPU, fp32 against bf16: PyTorch's `scaled_dot_product_attention`
 kernel, and the same maths as two matmuls and a softmax, with a padding mask as BERT passes it.
 
+Why: on a CPU with bf16 matmuls (AMX, AVX512-BF16) the linear layers of a transformer run
+several times as fast in bf16, so what attention costs decides how much of that a long packed
+pass (the reranker's multi and passage modes) keeps.
+
     python bench/attention_kernel.py [--batch 8] [--heads 12] [--tokens 400] [--head-dim 32] [--threads 2]
 
-On a CPU with bf16 matmuls (AMX, AVX512-BF16) the linear layers of a transformer run about 3
-times as fast in bf16, so what attention costs decides how much of that a long packed pass
-(the reranker's multi and passage modes) keeps. The defaults are a batch of multi-mode passes
-of MiniLM (12 heads of 32 dimensions).
+The defaults are a batch of multi-mode passes of MiniLM (12 heads of 32 dimensions).
 """
 import argparse
 import time

@@ -1,4 +1,4 @@
-"""Entity discovery on held-out entities (ArboEL section 3.5), as `discover` runs it.
+r"""Entity discovery on held-out entities (ArboEL section 3.5), as `discover` runs it.
 
 Removes from the pipeline's KB every entity that test mentions link to but no training
 mention does (the "unseen" entities), re-encodes the smaller KB, then clusters all test
@@ -8,10 +8,11 @@ entities wrongly become NIL, how many NIL clusters there are, and the adjusted R
 index of the NIL clusters against the gold ids (sklearn's definition, over the mentions
 that end in NIL clusters).
 
+Why: `discover` is worth running only if mentions of entities the KB lacks end in NIL
+clusters of their own; real entities held out of the KB are the closest test of that.
+
     python bench/discovery_experiment.py training/ncbi/retriever/model-best corpus/ncbi/test.spacy \
         corpus/ncbi/train.spacy --set index_aliases=true --thresholds 0.7 0.8
-
-Run from the repository root with the package installed (`pip install -e .`).
 """
 import argparse
 import json
@@ -33,7 +34,7 @@ def threshold(text: str) -> Optional[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline")
     parser.add_argument("test", help=".spacy DocBin with gold kb ids")
     parser.add_argument("train", help="training .spacy: defines which entities are seen")

@@ -1,16 +1,18 @@
 """What no-gradient encoding costs in fp32, bf16 and int8 (`precision`), side by side in
 one process, with what each precision gives on NCBI Disease test + CTD.
 
-    python bench/encode_cost.py PIPELINE [--data DIR] [--settings fp32:64 bf16:64 int8:64 int8:128]
-        [--output bench_encode_cost.json]
-
 PIPELINE is a trained arbo_linker pipeline (e.g. the workflow's
 `training/ncbi/retriever/model-best`). For each `precision:batch_size` setting, the KB is
 encoded with entity names only and with names + aliases (texts/s), and the test mentions
 are linked against each index (mentions/s, recall@1 / @64, any-id and strict accuracy).
 Ratios are against the first setting (fp32, batch 64) on the same index. The first int8
-setting's KB time includes exporting and quantizing the encoder (about 2 s, once per set
-of weights).
+setting's KB time includes exporting and quantizing the encoder (once per set of weights).
+
+Why: which `precision` and `batch_size` pay depends on the CPU's instructions and on the
+model, so speed and accuracy are measured together on the machine and pipeline at hand.
+
+    python bench/encode_cost.py PIPELINE [--data DIR] [--settings fp32:64 bf16:64 int8:64 int8:128]
+        [--output bench_encode_cost.json]
 """
 import argparse
 import json

@@ -7,8 +7,11 @@ and `configs/retriever_graph.cfg` with the graph on mentions, entities or both, 
 same data, seed and number of updates, each evaluated on dev and test (dense candidates, so
 that TF-IDF does not mask the towers' difference). Prints a table and writes JSON.
 
+Why: the graph tower is worth its encoding cost only if it retrieves better at the same
+training budget; both are measured on the same data.
+
     python bench/graph_tower.py cost --kb kb --corpus corpus/ncbi
-    python bench/graph_tower.py ablation --kb kb --corpus corpus/ncbi --steps 100 --output bench/graph_tower.json
+    python bench/graph_tower.py ablation --kb kb --corpus corpus/ncbi --steps 100 --output graph_tower.json
 """
 import argparse
 import json

@@ -1,16 +1,17 @@
-"""Accuracy of a trained retriever whose mention tower is pulled back toward its starting weights.
-
-    python bench/interpolate_mention_tower.py training/ncbi/retriever/model-best corpus/ncbi/dev.spacy \
-        --seen-from corpus/ncbi/train.spacy [--alphas 1.0 0.9 0.8]
+r"""Accuracy of a trained retriever whose mention tower is pulled back toward its starting weights.
 
 With `configs/retriever_frozen.cfg` the entity tower is the frozen MiniLM the mention tower
 started from, so mention weights alpha * trained + (1 - alpha) * pretrained (WiSE-FT's
 interpolation, Wortsman et al. 2022) stay in the entity tower's space: no KB vector changes,
-and the index is reused. Interpolation is meant to keep what pretraining knew about inputs
-that fine-tuning did not see, here the entities absent from train. `--toward OTHER` mixes
-with OTHER's trained mention tower instead (a model soup of two runs from the same start, e.g.
-two seeds). Prints any-id, exact-id-set (strict), BELB and unseen-entity accuracy per alpha.
+and the index is reused. `--toward OTHER` mixes with OTHER's trained mention tower instead (a
+model soup of two runs from the same start, e.g. two seeds, or averaged weights at alpha 0).
+Prints any-id, exact-id-set (strict), BELB and unseen-entity accuracy per alpha.
 
+Why: interpolation is meant to keep what pretraining knew about inputs that fine-tuning did
+not see, here the entities absent from train; this checks whether it does, without training.
+
+    python bench/interpolate_mention_tower.py training/ncbi/retriever/model-best corpus/ncbi/dev.spacy \
+        --seen-from corpus/ncbi/train.spacy [--alphas 1.0 0.9 0.8]
     python bench/interpolate_mention_tower.py training/ncbi/retriever_memory corpus/ncbi/dev.spacy \
         --seen-from corpus/ncbi/train.spacy --toward seed1/model-best --alphas 1.0 0.5
 """

@@ -1,10 +1,13 @@
 """Mentions per second of `nlp.pipe` with each candidate source, on NCBI Disease test + CTD.
 
-    python bench/linker_speed.py [--data DIR] [--kb-limit N] [--repeats 3]
-
 Every system links the same gold mentions against the same KB in one process; the table
 gives mentions/s and the ratio to the TF-IDF baseline, plus recall@1/@64 as a sanity
 check that each system does real work.
+
+Why: `candidate_source` (TF-IDF, dense, hybrid) trades accuracy for speed; the ratio to
+TF-IDF on the same machine says what the dual encoder costs.
+
+    python bench/linker_speed.py [--data DIR] [--kb-limit N] [--repeats 3]
 """
 import argparse
 import os

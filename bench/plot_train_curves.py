@@ -2,6 +2,8 @@
 `bench/train_cost.py` writes (several runs may share a plot; a variant in two files keeps
 the later one).
 
+Why: recipes are compared by what the same training time buys, which a curve shows at a glance.
+
     python bench/plot_train_curves.py RUN.json [RUN.json ...] --output curves.png [--labels a=b ...]
 """
 import argparse

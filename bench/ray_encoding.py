@@ -1,14 +1,17 @@
 """Encode a KB's names in one process and on N Ray workers (`index-kb --workers N`), in
 one run: seconds, texts/s and the largest difference between the two sets of vectors.
 
-    python bench/ray_encoding.py PIPELINE [--kb CTD_diseases.tsv.gz] [--workers 2]
-        [--limit N] [--shard-size 4096] [--output bench_ray_encoding.json]
-
 PIPELINE is a trained arbo_linker pipeline (e.g. the workflow's
 `training/ncbi/retriever/model-best`); the KB defaults to CTD diseases from the data mirror
-($SPACY_ARBO_DATA), every name and alias indexed (`index_aliases`): 11,865 entities, 77,691 texts.
-`--limit N` keeps the first N entities. The Ray time includes starting the runtime and
-loading the pipeline in every worker. Needs `pip install 'spacy-arbo[ray]'`.
+($SPACY_ARBO_DATA), every name and alias indexed (`index_aliases`). `--limit N` keeps the
+first N entities. The Ray time includes starting the runtime and loading the pipeline in
+every worker. Needs `pip install 'spacy-arbo[ray]'`.
+
+Why: the vectors from Ray workers must equal one process's (an index built either way must
+link the same), and the runtime's start-up tells from which KB size more workers pay.
+
+    python bench/ray_encoding.py PIPELINE [--kb CTD_diseases.tsv.gz] [--workers 2]
+        [--limit N] [--shard-size 4096] [--output bench_ray_encoding.json]
 """
 import argparse
 import json

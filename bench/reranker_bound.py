@@ -1,13 +1,5 @@
-"""How close each reranker mode comes to its token bound at inference, per precision, and
+r"""How close each reranker mode comes to its token bound at inference, per precision, and
 what the attention kernel takes of the time.
-
-    python bench/reranker_bound.py training/ncbi/reranker/model-best corpus/ncbi/test.spacy \
-        [--modes base parallel multi passage] [--precisions fp32 bf16] [--threads 2] [--attention matmul]
-
-`--attention matmul` replaces `scaled_dot_product_attention`, in bf16 passes without gradient,
-with bf16 matmuls and a softmax, to see what a whole mode would gain: on a CPU with bf16 matmuls
-they run many times faster than fp32 ones while the attention kernel does not
-(`bench/attention_kernel.py`).
 
 `bench/reranker_tokens.py` counts the tokens of the passes: on a CPU the linear layers'
 work follows them, so base tokens / mode tokens bounds a mode's speedup. Attention does not
@@ -15,6 +7,17 @@ follow them: its work per token grows with the length of the pass, and packing m
 longer. Here the trained reranker scores the retriever's candidates of the gold mentions in
 each mode (the same weights, candidates and batch_tokens); `seconds` is `margins` (planning
 and the model), profiled once more for the share of scaled-dot-product attention.
+
+`--attention matmul` replaces `scaled_dot_product_attention`, in bf16 passes without gradient,
+with bf16 matmuls and a softmax, to see what a whole mode would gain: on a CPU with bf16 matmuls
+they run many times faster than fp32 ones while the attention kernel does not
+(`bench/attention_kernel.py`).
+
+Why: packing pairs (multi, passage modes) pays only as far as the hardware turns fewer tokens
+into less time; the ratio to the bound says where the rest goes.
+
+    python bench/reranker_bound.py training/ncbi/reranker/model-best corpus/ncbi/test.spacy \
+        [--modes base parallel multi passage] [--precisions fp32 bf16] [--threads 2] [--attention matmul]
 """
 import argparse
 import sys
@@ -80,7 +83,8 @@ def main() -> None:
           f"batch_tokens {reranker.settings.batch_tokens}, torch threads {torch.get_num_threads()}")
     print(f"{'precision':>9}{'mode':>10}{'passes':>8}{'tokens':>9}{'bound':>7}{'seconds':>9}"
           f"{'mentions/s':>12}{'x base':>8}{'of bound':>10}{'attention':>11}")
-    candidates = [[reranker._candidates(e) for e in d.ents] for d in docs]
+    top_n = reranker.settings.top_n
+    candidates = [[[kb_id for kb_id, _ in (e._.kb_candidates or [])[:top_n]] for e in d.ents] for d in docs]
     for precision in args.precisions:
         reranker.configure(precision=precision)
         rows: Dict[str, Dict[str, float]] = {}

@@ -1,7 +1,4 @@
-"""Where the cross-encoder and the retriever disagree, on the gold mentions of a corpus.
-
-    python bench/reranker_errors.py training/ncbi/reranker/model-best corpus/ncbi/dev.spacy \
-        --seen-from corpus/ncbi/train.spacy [--examples 8] [--output errors.json]
+r"""Where the cross-encoder and the retriever disagree, on the gold mentions of a corpus.
 
 For each mention whose gold entity is in the KB (composites the linker split are left out:
 the reranker does not relink them): the retriever's first candidate, the cross-encoder's
@@ -9,6 +6,12 @@ alone (retrieval_weight 0) and the fused one at the pipeline's retrieval_weight,
 gold's rank among the reranker's top_n. Mentions are grouped by who is right, and each group
 is broken down by what the mention is: a short form, a text seen with the same id in
 training, a text that is exactly one of the gold's names. Examples of each group follow.
+
+Why: a reranker pays only where it is right and the retriever is wrong; counting those
+mentions says whether more training or other pair text could help.
+
+    python bench/reranker_errors.py training/ncbi/reranker/model-best corpus/ncbi/dev.spacy \
+        --seen-from corpus/ncbi/train.spacy [--examples 8] [--output errors.json]
 """
 import argparse
 import json
@@ -24,6 +27,7 @@ from spacy_arbo.corpora import read_docbin
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.kb.entities import split_ids
 from spacy_arbo.reranker.component import fuse_scores, last_reranker
+from spacy_arbo.util import ArboError
 
 SHORT_FORM = re.compile(r"^[A-Z0-9][A-Za-z0-9-]{0,7}$")
 
@@ -47,7 +51,9 @@ def main() -> None:
     args = parser.parse_args()
     nlp = load_pipeline(args.pipeline)
     reranker = last_reranker(nlp, args.pipeline)
-    kb = reranker._require_kb()
+    kb = reranker.kb
+    if kb is None:
+        raise ArboError(f"{args.pipeline}: '{reranker.name}' has no KB.")
     weight = reranker.settings.retrieval_weight
     gold_docs = read_docbin(args.data, nlp.vocab)
     docs = link_gold_mentions(nlp, gold_docs, exclude=[reranker.name])

@@ -1,7 +1,4 @@
-"""Training and inference speed, and accuracy@1, of the four cross-encoder modes on NCBI Disease.
-
-    python bench/reranker_speed.py [--data DIR] [--retriever PIPELINE] [--train-docs 16] \
-        [--test-docs 16] [--top-n 8] [--steps 8] [--threads 1]
+r"""Training and inference speed, and accuracy@1, of the four cross-encoder modes on NCBI Disease.
 
 The multi cross-encoder paper's comparison (Tables 3-4), in one process: every mode gets
 the same backbone and starting weights, the same candidates, the same training batches
@@ -10,9 +7,15 @@ training/ncbi/retriever/model-best) or else from TF-IDF over the CTD KB. Trainin
 mentions (the paper's annotations) per second of `update`; inference speed is mentions
 per second of `pipe`, at each of `--precisions` after the same training; speedups are
 against `base` at the same precision ("x base") and the same mode in the first precision
-("x fp32"). `tokens` is the total length of the
-test passes: on a CPU, time follows it, so `base tokens / mode tokens` bounds the speedup.
-`--test-docs 0` / `--train-docs 0` use the whole split.
+("x fp32"). `tokens` is the total length of the test passes: on a CPU, time follows it, so
+`base tokens / mode tokens` bounds the speedup. `--test-docs 0` / `--train-docs 0` use the
+whole split.
+
+Why: the paper's speed-ups were measured on GPUs; `mode` is chosen by what each mode gains
+on the hardware at hand, at the same accuracy budget.
+
+    python bench/reranker_speed.py [--data DIR] [--retriever PIPELINE] [--train-docs 16] \
+        [--test-docs 16] [--top-n 8] [--steps 8] [--threads 1]
 """
 import argparse
 import os

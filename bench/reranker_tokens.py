@@ -1,11 +1,13 @@
-"""How many tokens base and multi passes hold, for several numbers of candidates per mention.
+r"""How many tokens base and multi passes hold, for several numbers of candidates per mention.
+
+Only the packing runs (no model pass): the pipeline's retriever supplies the candidates of
+the gold mentions, the reranker plans the passes.
+
+Why: on a CPU a transformer's time follows the tokens it reads, so base tokens / multi
+tokens bounds how much faster multi can be, for any `top_n` and `alias_tokens`.
 
     python bench/reranker_tokens.py training/ncbi/reranker/model-best corpus/ncbi/test.spacy \
         [--top-n 5 10 16 32 64] [--alias-tokens 0 16]
-
-On a CPU a transformer's time follows the tokens it reads, so base tokens / multi tokens
-bounds how much faster multi can be. Only the packing runs (no model pass): the pipeline's
-retriever supplies the candidates of the gold mentions, the reranker plans the passes.
 """
 import argparse
 import sys

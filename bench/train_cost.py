@@ -2,15 +2,18 @@
 `configs/retriever_plain.cfg` against cheaper settings and `configs/retriever_frozen.cfg`, side by
 side in one process, on NCBI Disease train/dev + CTD.
 
-    python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15] [--target 0.830]
-        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json] [--save DIR]
-
 Each variant trains from the same seed on the same batches for the same training time
 (evaluations and their KB refreshes are not counted), and is scored on dev at each of
 `--eval-minutes`. With `--target`, a variant stops at the first evaluation whose dev
 recall@1 reaches it, and the minutes it took are compared with today's. Printed per variant:
 seconds per update, mention-updates per second, KB texts encoded per second in its
 refreshes, dev recall@1 / @64 at each budget, and the time to the target.
+
+Why: the workflow must fit a CPU budget, so recipes and objectives are compared by what the
+same minutes buy, not by what one update buys.
+
+    python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15] [--target 0.830]
+        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json] [--save DIR]
 """
 import argparse
 import json

@@ -1,14 +1,15 @@
-"""Tune clustering-based linking (lambda = -min_similarity, per graph) on a dev set.
+r"""Tune clustering-based linking (lambda = -min_similarity, per graph) on a dev set.
 
 Links the dev mentions independently, then with clustering for each graph and each
 threshold, and prints accuracy, recall@1 and the mention-clustering ARI of every
 setting, with the best threshold per graph last. Use the printed `--set` flags with
 `python -m spacy_arbo evaluate` on the test set.
 
+Why: `min_similarity` (ArboEL's lambda) depends on the scale of the retriever's scores, so
+it is chosen on dev for each retriever, never on test.
+
     python bench/tune_clustering.py training/ncbi/retriever/model-best corpus/ncbi/dev.spacy \
         --set index_aliases=true --thresholds none 0.6 0.7 0.8
-
-Run from the repository root with the package installed (`pip install -e .`).
 """
 import argparse
 import json
@@ -29,7 +30,7 @@ def threshold(text: str) -> Optional[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline")
     parser.add_argument("dev", help=".spacy DocBin with gold kb ids")
     parser.add_argument("--thresholds", nargs="+", type=threshold, default=[None, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85],
