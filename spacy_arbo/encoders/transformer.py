@@ -237,8 +237,8 @@ class TransformerTower(Tower):
 
 def set_attention_dropout(config, attention_dropout: Optional[float], name: str) -> None:
     """Override the checkpoint's dropout on attention probabilities (None keeps it). On a
-    CPU, a non-zero value takes PyTorch's attention off its fused kernel: a MiniLM update
-    over 8 x 512 word pieces costs 2.35 times as much at 0.1 as at 0 (bench/attention_dropout.py)."""
+    CPU, a non-zero value takes PyTorch's attention off its fused kernel, which makes an
+    update far costlier (bench/attention_dropout.py measures by how much)."""
     if attention_dropout is None:
         return
     check_attention_dropout(attention_dropout)

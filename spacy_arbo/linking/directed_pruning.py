@@ -52,8 +52,7 @@ def _directed_parents(src: np.ndarray, dst: np.ndarray,
     path found, relabelled between its ends) or every climb ends below v (v is cut
     off: keep the edge). So the kept edges are exactly the paper's whatever the tree,
     and a tree of strong edges (the sweep below) leaves the early, weak edges almost
-    all outside it. Not linear in the worst case; a few seconds for 100,000 mentions
-    with k = 8 here (bench/clustering_bench.py), tens of seconds on adversarial graphs.
+    all outside it. Not linear in the worst case (bench/clustering_bench.py times it).
     """
     n_nodes = len(is_entity)
     tails, heads = src.tolist(), dst.tolist()
