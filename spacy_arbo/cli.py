@@ -224,7 +224,8 @@ def add_ner_command(args: argparse.Namespace) -> None:
 def add_memory_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
     from .pipeline.arbo_linker import arbo_linkers
-    from .pipeline.link_memory import LinkMemory, tune_link_memory, unknown_ids
+    from .pipeline.link_memory import LinkMemory, unknown_ids
+    from .tuning import tune_link_memory
 
     nlp = load_pipeline(args.pipeline)
     if "link_memory" in nlp.pipe_names:
@@ -298,11 +299,12 @@ def pretrain_synonyms_command(args: argparse.Namespace) -> None:
 
 def tune_reranker_command(args: argparse.Namespace) -> None:
     from .corpora import read_docbin
-    from .reranker.tuning import DEFAULT_WEIGHTS, MAX_LOSS, tune_reranker
+    from .reranker.tuning import DEFAULT_WEIGHTS, tune_reranker
+    from .tuning import MIN_GAIN
 
     nlp = load_pipeline(args.pipeline)
     tuned = tune_reranker(nlp, read_docbin(args.dev, nlp.vocab), args.weights or DEFAULT_WEIGHTS, args.top_n,
-                          MAX_LOSS if args.max_loss is None else args.max_loss)
+                          MIN_GAIN if args.max_loss is None else args.max_loss)
     print(f"retriever accuracy@1: {tuned.retriever:.3f}\n| top_n | retrieval_weight | accuracy@1 | mentions/s |\n"
           f"|---:|---:|---:|---:|")
     for top_n, weight, acc in tuned.rows:
@@ -358,7 +360,7 @@ def select_pipeline_command(args: argparse.Namespace) -> None:
 
     from .corpora import read_docbin
     from .evaluation import evaluate_linking
-    from .threshold import MIN_GAIN
+    from .tuning import MIN_GAIN
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
     if not 0.0 <= min_gain < 1.0:
