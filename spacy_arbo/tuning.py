@@ -5,9 +5,9 @@ here, the link memory's settings and the choice between finished pipelines.
 Each tuner scores a grid of settings on dev and gives each a cost: what it adds to the pipeline
 (a threshold or a memory over none, more candidates to rerank, a later pipeline in a list
 ordered cheapest first). Settings of one cost compete on score alone, the earliest of equals
-winning. A costlier setting is chosen over a cheaper one only when it scores at least
-`min_gain` more: a smaller difference is a few mentions of a dev set, within its noise, and
-would buy a test score no better for a slower or riskier pipeline."""
+winning. Across costs the cheapest setting wins that the best one does not outscore by
+`min_gain` or more: a smaller difference is a few mentions of a dev set, within its noise, and
+buys no better test score for a slower or riskier pipeline."""
 from dataclasses import dataclass
 from typing import Any, Dict, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar
 

@@ -4,9 +4,10 @@ always with the same id, to that id.
 A dense retriever trained for minutes on a CPU does not memorise its training set: many test
 mentions of a biomedical corpus occur verbatim in train, and the retriever misses some that
 train's majority id gets right (BioSyn's protocol gets the same effect from exact dictionary
-matches). `tuning.tune_link_memory` chooses its settings on a dev set. The memory sits after the linker (and reranker) and overrides only
-mentions whose text is frequent and unambiguous enough (`min_count`, `min_share`), the
-text compared without case, punctuation and, with `fold_plurals`, plural endings."""
+matches). The memory sits after the linker (and reranker) and overrides only mentions whose
+text is frequent and unambiguous enough (`min_count`, `min_share`, which
+`tuning.tune_link_memory` chooses on a dev set), the text compared without case, punctuation
+and, with `fold_plurals`, plural endings."""
 import re
 from collections import Counter
 from pathlib import Path
@@ -182,4 +183,3 @@ def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:
     """Ids the memory would write that `known` rejects (ids a pipeline's KB lacks)."""
     return sorted({part for ids in memory.counts.values() for kb_id in ids
                    for part in split_ids(kb_id) if kb_id != NIL and not known(part)})
-
