@@ -1,7 +1,9 @@
 """Run a pipeline over gold-annotated docs and collect the linking metrics."""
 import time
+from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+import spacy
 from spacy.language import Language
 from spacy.scorer import PRFScore
 from spacy.tokens import Doc
@@ -11,7 +13,15 @@ from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
-from .util import ArboError
+from .util import ArboError, PathLike
+
+
+def load_pipeline(path: PathLike) -> Language:
+    """A saved pipeline; a missing directory is an error naming it, not spaCy's guess that
+    `path` is a package name."""
+    if not Path(path).is_dir():
+        raise ArboError(f"Pipeline directory '{path}' does not exist.")
+    return spacy.load(path)
 
 
 def gold_id_set(docs: Iterable[Doc]) -> Set[str]:
@@ -41,6 +51,16 @@ def accuracies(outcomes: Sequence[MentionOutcome], group: str = "") -> Dict[str,
             for rule, suffix in RULE_SUFFIXES.items()}
 
 
+def docs_not_in(docs: List[Doc], evaluated: Sequence[Doc]) -> List[Doc]:
+    """`docs` but those also in `evaluated` (same doc id, or the same text), so that no
+    evaluated mention also serves as a dictionary name or a remembered link."""
+    held_out = {doc.user_data.get("doc_id") or doc.text for doc in evaluated}
+    return [doc for doc in docs if (doc.user_data.get("doc_id") or doc.text) not in held_out]
+
+
+# The arbo_linker settings of the BioSyn-protocol pass (BioSyn's query processing: Ab3P long
+# forms, composite mentions split); the dictionary comes from `evaluate --augment-from`.
+BIOSYN_SETTINGS = {"use_long_form": True, "composites": "split"}
 # The figures of the BioSyn-protocol pass that `evaluate --protocol biosyn` reports.
 BIOSYN_KEYS = ("accuracy", "accuracy_seen", "accuracy_unseen", "recall@1", "recall@64", "n_mentions")
 

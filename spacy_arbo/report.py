@@ -1,9 +1,13 @@
-"""A results table (markdown) and recall@k curves (PNG) from `evaluate` JSON files."""
+"""A results table (markdown) and recall@k curves (PNG) from `evaluate` JSON files; trained
+runs scored beside their training clocks (`compare-runs`)."""
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import srsly
+from spacy.language import Language
 
+from .corpora import read_docbin
+from .evaluation import evaluate_linking
 from .scoring import RECALL_KS
 from .util import ArboError, PathLike, atomic_path, read_json
 
@@ -51,6 +55,16 @@ def read_run_clock(stages: List[PathLike]) -> Dict[str, Any]:
         total = {key: total[key] + clock[key] for key in total}
     total["seconds"] = round(total["seconds"], 1)
     return total
+
+
+def score_run(nlp: Language, splits: Dict[str, PathLike], seen_ids: Optional[Set[str]] = None) -> Dict[str, Any]:
+    """`RUN_KEYS` of `nlp` on the gold docs of each split, prefixed with the split's name
+    (`dev_accuracy`); `seen_ids` gives `accuracy_unseen`."""
+    scores: Dict[str, Any] = {}
+    for split, path in splits.items():
+        metrics = evaluate_linking(nlp, read_docbin(path, nlp.vocab), seen_ids=seen_ids)
+        scores.update({f"{split}_{key}": metrics.get(key) for key in RUN_KEYS})
+    return scores
 
 
 def _cell(value: Any) -> str:

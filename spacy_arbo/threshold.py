@@ -5,9 +5,8 @@ is for: a wrong link that becomes NIL removes a false positive and costs no reca
 one that becomes NIL costs a true positive. So the threshold that maximises `nel_micro_f`
 on dev is the calibrated one; accuracy@1, which counts a NIL as wrong for a linked gold
 mention, can only fall (both are reported). A threshold must beat none by `min_gain` link F,
-though: on a dev set of about 800 mentions a smaller gain is two or three mentions, within the
-noise, and on NCBI Disease such thresholds cost up to 3.6 points of test accuracy for no link F
-(see docs/results.md).
+though (`tuning.choose`): a smaller gain is a few mentions of a dev set, and such thresholds
+have cost test accuracy for no test link F (see docs/results.md).
 
 On gold mentions a threshold can only trade right links for fewer wrong ones. Behind a
 recognizer it also sends the recognizer's false mentions to NIL, which gold mentions cannot
@@ -28,12 +27,11 @@ from .evaluation import end_to_end_links, link_gold_mentions, recognize_mentions
 from .kb.entities import NIL
 from .pipeline.arbo_linker import arbo_linkers
 from .scoring import accuracy, link_prf, mention_outcomes
+from .tuning import MIN_GAIN, Trial, check_min_gain, choose
 from .util import ArboError
 
 # Thresholds tried: these quantiles of the dev mentions' best scores, and None (no threshold).
 QUANTILES = np.linspace(0.0, 0.5, 26)
-# The link F a threshold must add to none's on dev to be kept: half a point.
-MIN_GAIN = 0.005
 
 # threshold, nel_micro_f, accuracy (end to end: threshold, e2e F, e2e recall)
 Row = Tuple[Optional[float], float, float]
@@ -54,8 +52,7 @@ def tune_threshold(nlp: Language, gold_docs: List[Doc], min_gain: float = MIN_GA
     the threshold with the best F (the lowest of equals), or None unless that F is at least
     `min_gain` above no threshold's; the deciding component (and the pipeline's config) is
     left set to it."""
-    if not 0.0 <= min_gain < 1.0:
-        raise ArboError(f"min_gain is a difference of link F in [0, 1), got {min_gain}.")
+    check_min_gain(min_gain)
     component = deciding_component(nlp)
     component.configure(threshold=None)
     with (_end_to_end_scorer if end_to_end else _gold_mention_scorer)(nlp, gold_docs) as (scores, score_at):
@@ -63,9 +60,8 @@ def tune_threshold(nlp: Language, gold_docs: List[Doc], min_gain: float = MIN_GA
             raise ArboError("The dev set has no linked mentions to choose a threshold on.")
         thresholds: List[Optional[float]] = [None] + sorted({float(q) for q in np.quantile(scores, QUANTILES)})
         rows = [(t, *score_at(t)) for t in thresholds]
-    best, best_f, _ = max(rows, key=lambda row: row[1])  # max keeps the first of equals
-    if best_f - rows[0][1] < min_gain:
-        best = None
+    # Any threshold costs more than none; of the thresholds, the lowest of equals wins.
+    best = choose([Trial(t, f, cost=t is not None) for t, f, _ in rows], min_gain).setting
     component.configure(threshold=best)
     return rows, best
 

@@ -1,12 +1,13 @@
 """`link_memory`: links a mention whose text the training corpus annotates, and almost
 always with the same id, to that id.
 
-A dense retriever trained for minutes on a CPU does not memorise its training set: on NCBI
-Disease 599 of the 960 test mentions occur verbatim in train, and the retriever misses some
-that train's majority id gets right (BioSyn's protocol gets the same effect from exact
-dictionary matches). The memory sits after the linker (and reranker) and overrides only
-mentions whose text is frequent and unambiguous enough (`min_count`, `min_share`), the
-text compared without case, punctuation and, with `fold_plurals`, plural endings."""
+A dense retriever trained for minutes on a CPU does not memorise its training set: many test
+mentions of a biomedical corpus occur verbatim in train, and the retriever misses some that
+train's majority id gets right (BioSyn's protocol gets the same effect from exact dictionary
+matches). The memory sits after the linker (and reranker) and overrides only mentions whose
+text is frequent and unambiguous enough (`min_count`, `min_share`, which
+`tuning.tune_link_memory` chooses on a dev set), the text compared without case, punctuation
+and, with `fold_plurals`, plural endings."""
 import re
 from collections import Counter
 from pathlib import Path
@@ -20,18 +21,12 @@ from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
-from ..evaluation import link_gold_mentions
 from ..kb.entities import NIL, split_ids
-from ..scoring import accuracy, mention_outcomes
 from ..settings import check_at_least
 from ..util import ArboError, atomic_path, read_json
 from .links import write_kb_id
 
 MEMORY_FILE = "memory.json"
-# Settings (min_count, min_share, fold_plurals) `tune_link_memory` tries, the most cautious
-# first (it keeps the first of equals).
-SETTINGS_GRID = [(count, share, fold) for fold in (False, True) for count in (3, 2, 1)
-                 for share in (1.0, 0.9, 0.8, 0.7, 0.6)]
 _NON_WORD = re.compile(r"\W+")
 
 
@@ -134,6 +129,13 @@ class LinkMemory(Pipe):
         other.counts = self.counts
         return other
 
+    def add_to(self, nlp: Language) -> "LinkMemory":
+        """A copy of this memory (settings and counts) as the last component of `nlp`."""
+        config = {"min_count": self.min_count, "min_share": self.min_share, "fold_plurals": self.fold_plurals}
+        added = nlp.add_pipe("link_memory", name=self.name, last=True, config=config)
+        added.counts = self.counts
+        return added
+
     def link(self, span: Span) -> bool:
         """Link `span` from memory; False when its text is not remembered well enough."""
         found = self.links.get(self._lookup_key(memory_key(span.text)))
@@ -181,26 +183,3 @@ def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:
     """Ids the memory would write that `known` rejects (ids a pipeline's KB lacks)."""
     return sorted({part for ids in memory.counts.values() for kb_id in ids
                    for part in split_ids(kb_id) if kb_id != NIL and not known(part)})
-
-
-def tune_link_memory(
-    nlp: Language, memory: LinkMemory, dev_docs: List[Doc], grid: Iterable[Tuple[int, float, bool]] = SETTINGS_GRID,
-) -> Tuple[float, List[Tuple[int, float, bool, float]], Optional[Tuple[int, float, bool]]]:
-    """Strict accuracy@1 of `nlp` on the gold mentions of `dev_docs` without the memory, the
-    rows (min_count, min_share, fold_plurals, strict accuracy) with it, and the best setting:
-    None when none beats the pipeline without it. `nlp` links the docs once; each setting
-    relinks copies."""
-    if not any(ent.kb_id_ for doc in dev_docs for ent in doc.ents):
-        raise ArboError("The dev set has no linked gold mentions to choose the link memory's settings on.")
-    linked = link_gold_mentions(nlp, dev_docs, exclude=[memory.name])
-
-    def strict(docs: Iterable[Doc]) -> float:
-        return accuracy(mention_outcomes(Example(p, g) for p, g in zip(docs, dev_docs)), "exact") or 0.0
-
-    without = strict(linked)
-    rows = []
-    for count, share, fold in grid:
-        candidate = memory.with_settings(count, share, fold)
-        rows.append((count, share, fold, strict(candidate(doc.copy()) for doc in linked)))
-    best = max(rows, key=lambda row: row[3], default=None)
-    return without, rows, best[:3] if best is not None and best[3] > without else None

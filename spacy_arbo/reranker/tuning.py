@@ -10,15 +10,13 @@ from spacy.training import Example
 
 from ..evaluation import link_gold_mentions
 from ..scoring import accuracy, mention_outcomes
+from ..tuning import MIN_GAIN, Trial, check_min_gain, choose
 from ..util import ArboError
 from .component import last_reranker
 
-# Up to 8: with NCBI Disease dev, accuracy still rose from 4 to 6 (a weight that large lets the
-# cross-encoder decide only where the retriever's scores are close).
+# Up to 8: a weight that large lets the cross-encoder decide only where the retriever's scores
+# are close, and dev accuracy can still rise there.
 DEFAULT_WEIGHTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
-# Dev accuracy@1 that fewer candidates may give up for speed: half a point, as for a NIL
-# threshold's link F (`threshold.MIN_GAIN`); less is within a few mentions of a dev set.
-MAX_LOSS = 0.005
 
 
 @dataclass
@@ -40,20 +38,20 @@ class RerankerTuning:
 
 def tune_reranker(
     nlp: Language, gold_docs: List[Doc], weights: Sequence[float] = DEFAULT_WEIGHTS,
-    top_ns: Optional[Sequence[int]] = None, max_loss: float = MAX_LOSS,
+    top_ns: Optional[Sequence[int]] = None, max_loss: float = MIN_GAIN,
 ) -> RerankerTuning:
     """Accuracy@1 on the gold mentions of `gold_docs` for every `top_n` (default: the
     reranker's own) and weight. Each `top_n` keeps its best weight (the smallest of equals);
-    of those, the smallest `top_n` within `max_loss` of the best accuracy wins, since the
-    cross-encoder's cost follows its candidates. Leaves the reranker (and its config) set so."""
+    of those, the smallest `top_n` that loses less than `max_loss` to the best accuracy wins
+    (`tuning.choose`), since the cross-encoder's cost follows its candidates. Leaves the
+    reranker (and its config) set so."""
     reranker = last_reranker(nlp)
     if not weights:
         raise ArboError("No retrieval weights to try.")
     top_ns = sorted(set(top_ns or [reranker.settings.top_n]))
     if top_ns[0] < 1:
         raise ArboError(f"top_n must be at least 1, not {top_ns[0]}.")
-    if not 0 <= max_loss < 1:
-        raise ArboError(f"max_loss must be in [0, 1), not {max_loss}.")
+    check_min_gain(max_loss, "max_loss", "accuracy@1")
     docs = link_gold_mentions(nlp, gold_docs, exclude=[reranker.name])
     n_mentions = sum(len(doc.ents) for doc in docs)
 
@@ -64,7 +62,7 @@ def tune_reranker(
     # Reranking rewrites each span's candidates; every top_n starts from the retriever's.
     spans = [ent for doc in docs for ent in doc.ents]
     retrieved = [ent._.kb_candidates for ent in spans]
-    rows, speeds, best_per_n = [], {}, {}
+    rows, speeds = [], {}
     for top_n in top_ns:
         for ent, ranked in zip(spans, retrieved):
             ent._.kb_candidates = ranked
@@ -77,9 +75,6 @@ def tune_reranker(
             reranker.configure(retrieval_weight=weight)
             reranker.set_annotations(docs, reranker.rank(*scored))
             rows.append((top_n, weight, linked_accuracy()))
-        # max keeps the first, i.e. smallest, of equal weights.
-        best_per_n[top_n] = max((row for row in rows if row[0] == top_n), key=lambda row: row[2])
-    best = max(acc for _, _, acc in best_per_n.values())
-    top_n, weight, _ = next(row for n, row in best_per_n.items() if row[2] >= best - max_loss)
+    top_n, weight = choose([Trial((n, w), acc, cost=n) for n, w, acc in rows], max_loss).setting
     reranker.configure(top_n=top_n, retrieval_weight=weight)
     return RerankerTuning(retriever, rows, speeds, top_n, weight)

@@ -5,7 +5,8 @@ import spacy
 from spacy.training import Example
 
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.pipeline.link_memory import LinkMemory, fold_plurals, memory_key, tune_link_memory, unknown_ids
+from spacy_arbo.pipeline.link_memory import LinkMemory, fold_plurals, memory_key, unknown_ids
+from spacy_arbo.tuning import tune_link_memory
 from spacy_arbo.util import ArboError
 
 from ..conftest import make_doc

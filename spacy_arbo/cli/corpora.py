@@ -1,0 +1,78 @@
+"""Commands that bring data in: fetch-assets, convert, convert-corpus, join-corpora."""
+import argparse
+from pathlib import Path
+
+import spacy
+
+from ..assets import fetch_assets
+from ..corpora import convert_corpus, convert_named_corpus, join_docbins, named_corpus, write_docbin
+from ..kb.store import open_store
+
+
+def add_commands(commands: "argparse._SubParsersAction") -> None:
+    cmd = commands.add_parser("fetch-assets", help="copy the project's data from a mirror, or download it")
+    cmd.add_argument("project", help="project.yml listing the assets (dest, url, checksum)")
+    cmd.add_argument("--mirror", help="local mirror directory (e.g. $SPACY_ARBO_DATA); empty: download")
+    cmd.set_defaults(func=fetch_assets_command)
+
+    cmd = commands.add_parser("convert", help="convert PubTator / BLINK JSONL into a .spacy DocBin")
+    cmd.add_argument("source")
+    cmd.add_argument("output", help="output .spacy file")
+    cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
+    cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. Disease")
+    cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
+    cmd.add_argument("--limit", type=int, default=0, help="keep only the first N documents")
+    cmd.set_defaults(func=convert_command)
+
+    cmd = commands.add_parser("convert-corpus", help="convert a named corpus's train/dev/test into OUT_DIR/{train,dev,test}.spacy")
+    cmd.add_argument("name", help="ncbi or bc5cdr (bc5cdr keeps Disease mentions; its test.spacy is its dev set)")
+    cmd.add_argument("assets_dir", help="directory laid out like the data mirror, e.g. assets or $SPACY_ARBO_DATA")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
+    cmd.add_argument("--train-limit", type=int, default=0, help="keep only the first N training documents")
+    cmd.add_argument("--eval-limit", type=int, default=0, help="keep only the first N dev and test documents")
+    cmd.set_defaults(func=convert_corpus_command)
+
+    cmd = commands.add_parser("join-corpora", help="write the documents of several .spacy files as one (a training set "
+                                                   "from two corpora; a document in two inputs is an error)")
+    cmd.add_argument("output", help="output .spacy file")
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT.spacy")
+    cmd.set_defaults(func=join_corpora_command)
+
+
+def fetch_assets_command(args: argparse.Namespace) -> None:
+    for line in fetch_assets(args.project, args.mirror or None):
+        print(line)
+
+
+def convert_command(args: argparse.Namespace) -> None:
+    kb = open_store(args.kb) if args.kb else None
+    types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
+    docs, report = convert_corpus(Path(args.source), kb=kb, types=types, fmt=args.format, limit=args.limit)
+    write_docbin(docs, args.output)
+    print(report.as_table())
+    print(f"Wrote {args.output}")
+
+
+def convert_corpus_command(args: argparse.Namespace) -> None:
+    corpus = named_corpus(args.name)
+    kb = open_store(args.kb) if args.kb else None
+    limits = {"train": args.train_limit, "dev": args.eval_limit, "test": args.eval_limit}
+    kept = ", ".join(corpus.types) if corpus.types else "all"
+    print(f"Corpus '{corpus.name}': {corpus.title}; mention types kept: {kept}")
+    if corpus.note:
+        print(f"Note: {corpus.note}")
+    for result in convert_named_corpus(args.name, args.assets_dir, args.out_dir, kb=kb, limits=limits):
+        print(f"\n{result.split}: {result.source} -> {result.output}")
+        if result.same_as:
+            print(f"The same documents as {result.same_as} ({result.report.docs:,} documents, "
+                  f"{result.report.entities:,} entities); see its conversion above.")
+        else:
+            print(result.report.as_table())
+        print(f"Wrote {result.output}")
+
+
+def join_corpora_command(args: argparse.Namespace) -> None:
+    counts = join_docbins(args.inputs, args.output, spacy.blank("en").vocab)
+    parts = ", ".join(f"{path} ({n:,})" for path, n in counts)
+    print(f"Wrote {args.output}: {sum(n for _, n in counts):,} documents from {parts}")

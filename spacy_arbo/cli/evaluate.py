@@ -1,0 +1,78 @@
+"""Commands that link a corpus with a saved pipeline and score it: evaluate, discover."""
+import argparse
+import json
+from typing import Any, Dict, Optional
+
+from ..corpora import read_docbin
+from ..discovery import discover_entities
+from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_end_to_end, evaluate_linking, format_metrics,
+                          gold_id_set)
+from ..pipeline.arbo_linker import arbo_linkers
+from ..util import ArboError, atomic_path
+from ._util import require_recognizer, write_json
+from .settings import add_setting_arguments, configured_pipeline, set_dictionaries
+
+
+def add_commands(commands: "argparse._SubParsersAction") -> None:
+    cmd = commands.add_parser("evaluate", help="link the gold mentions of a .spacy file and score them")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
+    cmd.add_argument("--output", help="write the metrics as JSON here")
+    cmd.add_argument("--end-to-end", action="store_true",
+                     help="recognize the mentions too (the pipeline needs NER): NER, spaCy's nel_micro_* and end-to-end P/R/F")
+    cmd.add_argument("--protocol", choices=["strict", "biosyn"], default="strict",
+                     help="biosyn: also score a second pass under BioSyn's protocol (biosyn_* keys)")
+    cmd.add_argument("--augment-from", nargs="+", metavar="TRAIN.spacy",
+                     help="with --protocol biosyn: the corpora whose mentions augment the dictionary (train, dev)")
+    add_setting_arguments(cmd)
+    cmd.set_defaults(func=evaluate_command)
+
+    cmd = commands.add_parser("discover", help="cluster a corpus and propose its NIL clusters as new KB entries")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("data", help=".spacy DocBin")
+    cmd.add_argument("--output", default="new_entities.jsonl")
+    cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
+    add_setting_arguments(cmd)
+    cmd.set_defaults(func=discover_command)
+
+
+def evaluate_command(args: argparse.Namespace) -> None:
+    nlp = configured_pipeline(args)
+    docs = read_docbin(args.data, nlp.vocab)
+    if args.end_to_end:
+        require_recognizer(nlp, args.pipeline)
+        _report(evaluate_end_to_end(nlp, docs), args.output)
+        return
+    seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
+    metrics = evaluate_linking(nlp, docs, seen_ids=seen)
+    if args.protocol == "biosyn":
+        if not args.augment_from:
+            raise ArboError("--protocol biosyn augments the dictionary with the training mentions: "
+                            "give --augment-from TRAIN.spacy [DEV.spacy].")
+        linkers = arbo_linkers(nlp)
+        for linker in linkers:
+            linker.configure(**BIOSYN_SETTINGS)
+        set_dictionaries(linkers, args.augment_from, evaluated=docs)
+        biosyn = evaluate_linking(nlp, docs, seen_ids=seen, skip_nil_gold=True)
+        metrics.update({f"biosyn_{key}": biosyn.get(key) for key in BIOSYN_KEYS})
+    _report(metrics, args.output)
+
+
+def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:
+    print(format_metrics(metrics))
+    if output:
+        write_json(metrics, output)
+        print(f"Wrote {output}")
+
+
+def discover_command(args: argparse.Namespace) -> None:
+    nlp = configured_pipeline(args)
+    result = discover_entities(nlp, read_docbin(args.data, nlp.vocab), min_size=args.min_size)
+    with atomic_path(args.output) as tmp:
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result["records"]), encoding="utf8")
+    print(f"{result['n_mentions']:,} mentions, {result['n_nil_mentions']:,} in NIL clusters; "
+          f"{len(result['records']):,} proposed entities (min size {args.min_size}) written to {args.output}")
+    for key in ("ari", "nil_ari"):
+        if result[key] is not None:
+            print(f"{key}: {result[key]:.4f}")

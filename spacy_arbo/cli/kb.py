@@ -1,0 +1,98 @@
+"""Commands on a KB and a trained pipeline's entity index: build-kb, index-kb, kb add,
+kb remove, export-spacy-kb."""
+import argparse
+import tempfile
+from pathlib import Path
+
+from ..kb.readers import build_kb, read_kb
+from ..kb.spacy_kb import ArboKnowledgeBase
+from ..kb.store import open_store
+from ..retrieval.sharded_encoding import encode_entities_on_ray
+from ._util import load_pipeline, write_pipeline
+
+KB_FORMATS = ["auto", "jsonl", "ctd", "medic"]
+
+
+def add_commands(commands: "argparse._SubParsersAction") -> None:
+    cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
+    cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
+    cmd.add_argument("--store", default="memory", choices=["memory", "disk"],
+                     help="memory: loaded whole, fastest lookups; disk: SQLite read on demand, for KBs of "
+                     "millions of entities (built without holding them all)")
+    cmd.set_defaults(func=build_kb_command)
+
+    cmd = commands.add_parser("index-kb", help="encode a KB with a pipeline's encoder and store the index beside it")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("kb_dir")
+    cmd.add_argument("--component", default="arbo_linker")
+    cmd.add_argument("--workers", type=int, default=1,
+                     help="encode on this many Ray workers (pip install 'spacy-arbo[ray]'); 1: in this process")
+    cmd.add_argument("--ray-address", help="a Ray cluster to encode on (e.g. ray://head:10001); default: a local one")
+    cmd.add_argument("--shard-dir", help="where Ray workers write vector shards; on a cluster, a folder all nodes "
+                     "share (default: the system's temporary folder)")
+    cmd.set_defaults(func=index_kb_command)
+
+    kb_commands = commands.add_parser("kb", help="change a trained pipeline's KB without retraining").add_subparsers(
+        dest="action", required=True)
+    cmd = kb_commands.add_parser("add", help="add entities (those whose id the KB has replace it); only they are encoded")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC)")
+    cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
+    cmd = kb_commands.add_parser("remove", help="remove entities by id")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("ids", nargs="+", metavar="ID")
+    for cmd in kb_commands.choices.values():
+        cmd.add_argument("--output", help="where to write the updated pipeline (default: over PIPELINE, atomically)")
+        cmd.add_argument("--component", default="arbo_linker")
+        cmd.set_defaults(func=kb_update_command)
+
+    cmd = commands.add_parser("export-spacy-kb", help="write a pipeline's KB and entity vectors for spaCy's entity_linker")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("out_dir")
+    cmd.add_argument("--component", default="arbo_linker")
+    cmd.add_argument("--top-k", type=int, default=10, help="candidates per mention")
+    cmd.set_defaults(func=export_spacy_kb_command)
+
+
+def build_kb_command(args: argparse.Namespace) -> None:
+    stats = build_kb(args.source, args.out_dir, args.format, store=args.store).stats()
+    print(f"Wrote {args.out_dir}: {stats['entities']:,} entities, {stats['aliases']:,} aliases, "
+          f"{stats['with_definition']:,} entities with a definition, {stats['alt_ids']:,} alternative ids")
+
+
+def index_kb_command(args: argparse.Namespace) -> None:
+    nlp = load_pipeline(args.pipeline)
+    linker = nlp.get_pipe(args.component)
+    linker.set_kb(open_store(args.kb_dir))
+    if args.workers != 1 or args.ray_address:
+        linker.refresh_index(vectors=encode_entities_on_ray(
+            linker, args.pipeline, kb_dir=args.kb_dir, workers=args.workers, address=args.ray_address,
+            shard_dir=args.shard_dir))
+    else:
+        linker.refresh_index()
+    linker.retriever.save_prebuilt(args.kb_dir)
+    print(f"Wrote the entity index of {args.pipeline} to {args.kb_dir}")
+
+
+def kb_update_command(args: argparse.Namespace) -> None:
+    """`kb add` / `kb remove`: change a trained pipeline's KB, encoding only what changed; the
+    pipeline is written anew (temp path, then rename), so an interrupted update leaves the old one."""
+    nlp = load_pipeline(args.pipeline)
+    linker = nlp.get_pipe(args.component)
+    add = list(read_kb(args.source, args.format)) if args.action == "add" else []
+    with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
+        update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
+        output = Path(args.output or args.pipeline)
+        write_pipeline(nlp, output)  # copies an on-disk KB out of `tmp`
+    print(f"{args.component}: {update.added:,} added, {update.replaced:,} replaced, {update.removed:,} removed; "
+          f"{len(update.encoded):,} entities encoded of {update.size:,}. Wrote {output}")
+
+
+def export_spacy_kb_command(args: argparse.Namespace) -> None:
+    linker = load_pipeline(args.pipeline).get_pipe(args.component)
+    kb = ArboKnowledgeBase.from_linker(linker, top_k=args.top_k)
+    kb.to_disk(args.out_dir)
+    print(f"Wrote {args.out_dir}: {len(kb):,} entities, vectors of width {kb.entity_vector_length}, "
+          f"for spaCy's entity_linker (entity_vector_length = {kb.entity_vector_length})")

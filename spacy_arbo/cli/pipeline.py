@@ -1,0 +1,101 @@
+"""Commands that change a saved pipeline: add-ner, add-memory, configure."""
+import argparse
+
+from spacy.language import Language
+
+from ..corpora import read_docbin
+from ..evaluation import docs_not_in
+from ..pipeline.arbo_linker import arbo_linkers
+from ..pipeline.configured_pipe import ConfiguredPipe
+from ..pipeline.link_memory import LinkMemory, unknown_ids
+from ..tuning import tune_link_memory
+from ..util import ArboError
+from ._util import load_pipeline, read_corpora, write_pipeline
+from .settings import add_setting_arguments, configured_pipeline
+
+
+def add_commands(commands: "argparse._SubParsersAction") -> None:
+    cmd = commands.add_parser("add-ner", help="put a trained recognizer ('ner' of another pipeline) first, for raw text")
+    cmd.add_argument("pipeline", help="the linking pipeline")
+    cmd.add_argument("ner", help="a pipeline with a 'ner' component (e.g. from configs/ner.cfg)")
+    cmd.add_argument("output")
+    cmd.set_defaults(func=add_ner_command)
+
+    cmd = commands.add_parser("add-memory", help="put a link_memory last: mentions whose text the gold corpora "
+                              "link (nearly) always to one id get that id")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("output")
+    cmd.add_argument("--from", dest="from_corpora", nargs="+", required=True, metavar="TRAIN.spacy",
+                     help="gold corpora to remember (train; never the corpus you evaluate on)")
+    cmd.add_argument("--min-count", type=int, default=1, help="times a text must be annotated (default 1)")
+    cmd.add_argument("--min-share", type=float, default=0.8,
+                     help="share of its annotations its majority id must have, in (0.5, 1] (default 0.8)")
+    cmd.add_argument("--fold-plurals", action="store_true",
+                     help="compare mention texts with plural endings dropped ('cancers' as 'cancer')")
+    cmd.add_argument("--dev", help="choose --min-count, --min-share and --fold-plurals on this corpus (strict accuracy@1); "
+                     "its docs are left out of the memory")
+    cmd.set_defaults(func=add_memory_command)
+
+    cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("output")
+    add_setting_arguments(cmd)
+    cmd.set_defaults(func=configure_command)
+
+
+def add_recognizer(nlp: Language, recognizer: Language) -> None:
+    """Put `recognizer`'s 'ner' first in `nlp`; the linking components then read the mentions
+    it finds, in evaluation (spacy evaluate) too, instead of the gold ones."""
+    nlp.add_pipe("ner", source=recognizer, first=True)
+    for _, proc in nlp.components:
+        if isinstance(proc, ConfiguredPipe) and "use_gold_ents" in proc.cfg:
+            proc.configure(use_gold_ents=False)
+
+
+def add_ner_command(args: argparse.Namespace) -> None:
+    nlp = load_pipeline(args.pipeline)
+    if "ner" in nlp.pipe_names:
+        raise ArboError(f"{args.pipeline} already has a component named 'ner'.")
+    add_recognizer(nlp, load_pipeline(args.ner))
+    write_pipeline(nlp, args.output)
+    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
+
+
+def add_memory_command(args: argparse.Namespace) -> None:
+    nlp = load_pipeline(args.pipeline)
+    if "link_memory" in nlp.pipe_names:
+        nlp.remove_pipe("link_memory")
+    memory = LinkMemory(nlp.vocab, min_count=args.min_count, min_share=args.min_share, fold_plurals=args.fold_plurals)
+    dev = read_docbin(args.dev, nlp.vocab) if args.dev else None
+    n_mentions = memory.add(docs_not_in(read_corpora(args.from_corpora, nlp.vocab), dev or []))
+    for linker in [linker for linker in arbo_linkers(nlp) if linker.kb is not None][:1]:
+        unknown = unknown_ids(memory, lambda kb_id: kb_id in linker.kb)
+        if unknown:
+            raise ArboError(f"{', '.join(args.from_corpora)}: {len(unknown):,} gold ids are not in {linker.name}'s KB "
+                            f"(e.g. {', '.join(unknown[:3])}); convert the corpus against the KB "
+                            "(convert-corpus --kb) so that they read NIL.")
+    chosen = (memory.min_count, memory.min_share, memory.fold_plurals)
+    if dev is not None:
+        without, rows, chosen = tune_link_memory(nlp, memory, dev)
+        print(f"strict accuracy@1 on {args.dev} without the memory: {without:.4f}\n"
+              "| min_count | min_share | fold_plurals | strict accuracy@1 |\n|---:|---:|---|---:|")
+        for count, share, fold, acc in rows:
+            print(f"| {count} | {share:g} | {str(fold).lower()} | {acc:.4f} |")
+    if chosen is None:
+        print(f"No setting beats the pipeline without the memory on {args.dev}: none added.")
+    else:
+        added = memory.with_settings(*chosen).add_to(nlp)
+        print(f"link_memory (min_count {added.min_count}, min_share {added.min_share:g}, "
+              f"fold_plurals {str(added.fold_plurals).lower()}) links "
+              f"{len(added.links):,} texts of {n_mentions:,} mentions from {', '.join(args.from_corpora)}")
+    write_pipeline(nlp, args.output)
+    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
+
+
+def configure_command(args: argparse.Namespace) -> None:
+    nlp = configured_pipeline(args)
+    for linker in arbo_linkers(nlp):
+        linker.ensure_fresh()  # changed entity texts (index_aliases) are encoded now, not on load
+    write_pipeline(nlp, args.output)
+    print(f"Wrote {args.output} with {', '.join(args.set or [])}"
+          + (f" and the anchors of {args.anchors_from}" if args.anchors_from else ""))
