@@ -20,7 +20,7 @@ import srsly
 
 from ..util import ArboError, PathLike, atomic_path
 from .entities import Entity, normalize_id
-from .store import META_FILE, BaseEntityStore, DuplicateIdError, EntityStore, Summary
+from .memory_store import META_FILE, BaseEntityStore, DuplicateIdError, EntityStore, Summary
 
 KIND = "spacy_arbo.DiskEntityStore"
 FORMAT_VERSION = 1
