@@ -146,3 +146,14 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def check_sha256(path: Path, sha256: str, recorded_in: str) -> None:
+    """Refuse a file whose sha256 is not the one recorded (in `recorded_in`) when it was
+    written: checked before a reader that crashes or misreads damaged bytes sees it."""
+    try:
+        found = file_sha256(path)
+    except OSError as err:
+        raise ArboError(f"{path}: cannot read ({err.strerror}).") from None
+    if found != sha256:
+        raise ArboError(f"{path}: contents do not match {recorded_in} (corrupt file).")
