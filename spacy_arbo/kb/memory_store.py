@@ -14,12 +14,13 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import srsly
 
-from ..util import ArboError, PathLike, atomic_path
+from ..util import ArboError, PathLike, atomic_path, read_json, read_msgpack
 from .entities import Entity, normalize_id
 
 STORE_FILE = "entities.msgpack"
 META_FILE = "meta.json"
 FORMAT_VERSION = 1
+REBUILD = "rebuild the KB with `python -m spacy_arbo build-kb`"
 
 
 class DuplicateIdError(ArboError):
@@ -178,6 +179,7 @@ class EntityStore(BaseEntityStore):
         self._row: Dict[str, int] = {}
         self._alt: Dict[str, str] = {}
         self._ids: Optional[List[str]] = None
+        self._summary: Optional[Summary] = None
         for entity in entities:
             self.add(entity)
 
@@ -189,6 +191,7 @@ class EntityStore(BaseEntityStore):
         self._row[entity.id] = len(self._entities)
         self._entities.append(entity)
         self._ids = None
+        self._summary = None
         for alt in entity.alt_ids:
             # The first entity to claim an alternative id keeps it.
             self._alt.setdefault(alt, entity.id)
@@ -217,6 +220,18 @@ class EntityStore(BaseEntityStore):
 
     def _alt_owner(self, alt_id: str) -> Optional[str]:
         return self._alt.get(alt_id)
+
+    def _summarized(self) -> Summary:
+        # Kept until the next `add`: the retriever checks its indexes against the fingerprint.
+        if self._summary is None:
+            self._summary = Summary.of(self)
+        return self._summary
+
+    def stats(self) -> Dict[str, int]:
+        return dict(self._summarized().counts)
+
+    def fingerprint(self) -> str:
+        return self._summarized().fingerprint()
 
     # Serialization -------------------------------------------------------------
 
@@ -249,7 +264,7 @@ class EntityStore(BaseEntityStore):
         with atomic_path(path) as tmp:
             tmp.mkdir()
             srsly.write_msgpack(tmp / STORE_FILE, self.to_dict())
-            summary = Summary.of(self)
+            summary = self._summarized()
             srsly.write_json(tmp / META_FILE, {"source": self.source, **summary.counts,
                                                "fingerprint": summary.fingerprint()})
 
@@ -262,10 +277,20 @@ class EntityStore(BaseEntityStore):
                 f"No entity store at '{path}' (missing {STORE_FILE}); "
                 "build one with `python -m spacy_arbo build-kb`."
             )
-        try:
-            data = srsly.read_msgpack(store_file)
-        except Exception as err:  # msgpack raises several unrelated types
-            raise ArboError(f"{store_file}: cannot read entity store ({err}).") from None
-        store = cls.from_dict(data, origin=str(store_file))
+        store = cls.from_dict(read_msgpack(store_file, "entity store"), origin=str(store_file))
+        store._check_meta(path / META_FILE, store_file)
         store.path = path
         return store
+
+    def _check_meta(self, meta_file: Path, store_file: Path) -> None:
+        """The fingerprint `to_disk` wrote beside the entities must be theirs: a damaged
+        store file can still parse, into other entities. KB directories made by hand may
+        lack the file."""
+        if not meta_file.exists():
+            return
+        meta = read_json(meta_file)
+        if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint"), str):
+            raise ArboError(f"{meta_file}: not the metadata of an entity store (no fingerprint); {REBUILD}.")
+        if meta["fingerprint"] != self.fingerprint():
+            raise ArboError(f"{store_file}: its entities do not match the fingerprint in {meta_file} "
+                            f"(a damaged file); {REBUILD}.")
