@@ -241,7 +241,7 @@ class EntityStore(BaseEntityStore):
             if data["format_version"] != FORMAT_VERSION:
                 raise ArboError(
                     f"{origin}: format version {data['format_version']} is not supported "
-                    f"(expected {FORMAT_VERSION}); rebuild it with `python -m spacy_arbo build-kb`."
+                    f"(expected {FORMAT_VERSION}); {REBUILD}."
                 )
             # Stores written before parents were kept have none.
             parents = data.get("parents") or [[] for _ in data["ids"]]
@@ -258,7 +258,11 @@ class EntityStore(BaseEntityStore):
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "EntityStore":
-        return cls.from_dict(srsly.msgpack_loads(data))
+        try:
+            content = srsly.msgpack_loads(data)
+        except Exception as err:  # msgpack raises several unrelated types
+            raise ArboError(f"serialized entity store: cannot read it ({type(err).__name__}: {err}).") from None
+        return cls.from_dict(content)
 
     def to_disk(self, path: PathLike) -> None:
         with atomic_path(path) as tmp:

@@ -99,3 +99,10 @@ def test_fingerprint_and_stats_follow_added_entities():
     assert store.fingerprint() == Summary.of(store).fingerprint()
     store.stats()["entities"] = 0  # a copy: the store's own counts are kept
     assert store.stats()["entities"] == 3
+
+
+def test_truncated_bytes_are_one_arbo_error():
+    data = make_store().to_bytes()
+    assert EntityStore.from_bytes(data).ids == ["MESH:D1", "MESH:D2"]
+    with pytest.raises(ArboError, match="serialized entity store: cannot read it"):
+        EntityStore.from_bytes(data[: len(data) // 2])
