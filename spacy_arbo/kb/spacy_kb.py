@@ -17,7 +17,7 @@ from spacy.util import SimpleFrozenList, registry
 from spacy.vocab import Vocab
 
 from ..retrieval.tfidf import TfidfAliasIndex
-from ..util import ArboError, PathLike, atomic_path
+from ..util import ArboError, PathLike, atomic_path, read_json
 from .store import BaseEntityStore, EntityStore, open_store
 
 CFG_FILE = "cfg.json"
@@ -130,10 +130,14 @@ class ArboKnowledgeBase(KnowledgeBase):
         path = Path(path)
         cfg = read_cfg(path)
         store = open_store(path / "entities")
+        vectors_file = path / VECTORS_FILE
         try:
-            vectors = np.load(path / VECTORS_FILE)
-        except (OSError, ValueError) as err:
-            raise ArboError(f"{path / VECTORS_FILE}: cannot read the entity vectors ({err}).") from None
+            vectors = np.load(vectors_file, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as err:  # an empty file is an EOFError
+            raise ArboError(f"{vectors_file}: cannot read the entity vectors ({err}).") from None
+        if vectors.shape != (len(store), cfg["width"]) or vectors.dtype.kind != "f":
+            raise ArboError(f"{vectors_file}: expected {len(store)} vectors of width {cfg['width']}, one per entity; "
+                            f"found a {vectors.dtype} array of shape {vectors.shape}.")
         self._load(cfg, store, vectors,
                    TfidfAliasIndex.from_disk(path / "tfidf", store.fingerprint()))
         return self
@@ -166,7 +170,10 @@ def read_cfg(path: Path) -> dict:
     cfg_file = path / CFG_FILE
     if not cfg_file.exists():
         raise ArboError(f"{path}: not an ArboKnowledgeBase directory (no {CFG_FILE}).")
-    return srsly.read_json(cfg_file)
+    cfg = read_json(cfg_file)
+    if not isinstance(cfg, dict) or not all(type(cfg.get(key)) is int and cfg[key] > 0 for key in ("top_k", "width")):
+        raise ArboError(f"{cfg_file}: expected an object with positive integers 'top_k' and 'width' (corrupt file).")
+    return cfg
 
 
 @registry.misc("spacy_arbo.EmptyArboKB.v1")
