@@ -20,7 +20,8 @@ import spacy
 
 from spacy_arbo.kb.disk_store import DiskEntityStore
 from spacy_arbo.kb.entities import Entity
-from spacy_arbo.kb.spacy_kb import ArboKnowledgeBase
+from spacy_arbo.pipeline.spacy_kb_export import spacy_kb_from_linker
+from spacy_arbo.retrieval.spacy_kb import ArboKnowledgeBase
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError
 
@@ -80,7 +81,7 @@ def saved(tmp_path_factory, tiny_bert_dir) -> Dict[str, tuple]:
         files = [file for component in nlp.pipe_names for file in sorted((root / name / component).rglob("*"))
                  if file.is_file()]
         saved[name] = (root / name, link_with_pipeline, files)
-    kb = ArboKnowledgeBase.from_linker(pipelines["dense"].get_pipe("arbo_linker"), top_k=3)
+    kb = spacy_kb_from_linker(pipelines["dense"].get_pipe("arbo_linker"), top_k=3)
     kb.to_disk(root / "spacy kb")
     files = sorted(file for file in (root / "spacy kb").rglob("*") if file.is_file())
     saved["spacy kb"] = (root / "spacy kb", link_with_spacy_kb, files)

@@ -5,7 +5,8 @@ import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from spacy_arbo.kb.spacy_kb import ArboKnowledgeBase
+from spacy_arbo.pipeline.spacy_kb_export import spacy_kb_from_linker
+from spacy_arbo.retrieval.spacy_kb import ArboKnowledgeBase
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
@@ -15,7 +16,7 @@ from ..util import make_nlp
 @pytest.fixture
 def arbo_kb(toy_kb_dir):
     linker = make_nlp(toy_kb_dir).get_pipe("arbo_linker")
-    return ArboKnowledgeBase.from_linker(linker, top_k=4)
+    return spacy_kb_from_linker(linker, top_k=4)
 
 
 def spacy_linker(kb_dir):

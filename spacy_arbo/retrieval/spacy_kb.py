@@ -4,7 +4,8 @@ link against it.
 spaCy's linker asks its KB for candidates per mention and compares a context vector with
 each candidate's entity vector. Here candidates come from the TF-IDF alias index (prior =
 the cosine of the entity's best alias, as scispacy scores it) and entity vectors from any
-(n_entities, width) array, usually the entity vectors of a trained `arbo_linker`.
+(n_entities, width) array, usually the entity vectors of a trained `arbo_linker`
+(`spacy_arbo.pipeline.spacy_kb_export.spacy_kb_from_linker`).
 """
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Sequence
@@ -16,9 +17,9 @@ from spacy.tokens import Span
 from spacy.util import SimpleFrozenList, registry
 from spacy.vocab import Vocab
 
-from ..retrieval.tfidf import TfidfAliasIndex
+from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..util import ArboError, PathLike, atomic_path, read_json
-from .store import BaseEntityStore, EntityStore, open_store
+from .tfidf import TfidfAliasIndex
 
 CFG_FILE = "cfg.json"
 VECTORS_FILE = "vectors.npy"
@@ -44,20 +45,6 @@ class ArboKnowledgeBase(KnowledgeBase):
                 f"ArboKnowledgeBase: expected one vector of width {self.entity_vector_length} per entity "
                 f"({len(store)}), got an array of shape {vectors.shape}.")
         self._hold(store, vectors, TfidfAliasIndex.build(store))
-
-    @classmethod
-    def from_linker(cls, linker, top_k: int = 10) -> "ArboKnowledgeBase":
-        """The KB of a dense `arbo_linker`, with the entity vectors of its current weights."""
-        if not linker.settings.uses_dense:
-            raise ArboError(f"'{linker.name}' has no entity vectors (candidate_source = 'tfidf'): "
-                            "use a dense or hybrid arbo_linker, or ArboKnowledgeBase.set_entities.")
-        linker.ensure_fresh()
-        vectors = linker.retriever.entity_vectors
-        if vectors is None:  # a loaded index keeps no per-entity copy of its vectors
-            vectors = linker.encode_entities(linker.retriever.entity_inputs())
-        kb = cls(linker.vocab, vectors.shape[1], top_k=top_k)
-        kb.set_entities(linker.kb, vectors)
-        return kb
 
     def __len__(self) -> int:
         return 0 if self.store is None else len(self.store)
