@@ -270,9 +270,8 @@ class EntityStore(BaseEntityStore):
         with atomic_path(path) as tmp:
             tmp.mkdir()
             srsly.write_msgpack(tmp / STORE_FILE, self.to_dict())
-            summary = self._summarized()
-            srsly.write_json(tmp / META_FILE, {"source": self.source, **summary.counts,
-                                               "fingerprint": summary.fingerprint()})
+            counts, fingerprint = self._summarized()
+            srsly.write_json(tmp / META_FILE, {"source": self.source, **counts, "fingerprint": fingerprint})
 
     @classmethod
     def from_disk(cls, path: PathLike) -> "EntityStore":
