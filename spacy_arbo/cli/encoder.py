@@ -104,7 +104,8 @@ def self_align_command(args: argparse.Namespace) -> None:
     tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
     result = self_align(tower, kb, settings)
     tower.save_pretrained(args.out_dir)
-    summary = {"kb": str(args.kb_dir), "encoder": encoder_path(args.encoder), **result.to_json()}
+    summary = {"kb": str(args.kb_dir), "encoder": encoder_path(args.encoder), **result.to_json(),
+               "held_out": [{"name": text, "id": kb.ids[row]} for text, row in result.held_out.names]}
     if result.vectors is not None:
         summary["held_out_recall@1_hybrid"] = hybrid_recall(result.vectors, KBNames(kb), result.held_out, kb,
                                                             SPARSE_WEIGHTS)

@@ -94,11 +94,12 @@ class AlignmentResult:
 
 
 def self_align(tower: Tower, kb: BaseEntityStore, settings: AlignmentSettings = AlignmentSettings(),
-               progress: bool = True) -> AlignmentResult:
+               held_out: Optional[HeldOutNames] = None, progress: bool = True) -> AlignmentResult:
     """Align `tower` in place on `kb`'s synonyms and leave it with the best pass's weights
-    (the latest when nothing is held out). A KB without two names for any entity has
-    nothing to align: the tower is left as it was, and the result says so."""
-    held_out = hold_out_names(kb, settings.held_out, settings.seed)
+    (the latest when nothing is held out). `held_out` (default: drawn as `settings` say)
+    is hidden from training and chooses the pass. A KB without two names for any entity
+    has nothing to align: the tower is left as it was, and the result says so."""
+    held_out = hold_out_names(kb, settings.held_out, settings.seed) if held_out is None else held_out
     result = AlignmentResult(settings, held_out)
     rng = np.random.default_rng(settings.seed)
     torch.manual_seed(settings.seed)
