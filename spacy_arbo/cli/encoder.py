@@ -110,11 +110,12 @@ def self_align_command(args: argparse.Namespace) -> None:
         summary["held_out_recall@1_hybrid"] = hybrid_recall(result.vectors, KBNames(kb), result.held_out, kb,
                                                             SPARSE_WEIGHTS)
     for point in result.to_json()["passes"]:
-        print(f"pass {point['pass']}: {point['pairs']:,} pairs, {point['seconds']:.0f} s, loss {_number(point['loss'])}, "
-              f"held-out recall@1 {_number(point['held_out_recall@1'])}")
+        print(f"pass {point['pass']}: {point['pairs']:,} pairs, {point['seconds']:.0f} s, "
+              f"loss {_number(point['loss'])}, held-out recall@1 {_number(point['held_out_recall@1'])}")
     print(result.note or f"Kept pass {result.best_pass} ({len(result.held_out):,} held-out names).")
     if "held_out_recall@1_hybrid" in summary:
-        print(f"Held-out recall@1 of the kept encoder, TF-IDF and dense + w x TF-IDF: {_weights(summary['held_out_recall@1_hybrid'])}")
+        print("Held-out recall@1 of the kept encoder, TF-IDF and dense + w x TF-IDF: "
+              + _weights(summary["held_out_recall@1_hybrid"]))
     if args.curve:
         write_json(summary, args.curve)
         print(f"Wrote {args.curve}")
