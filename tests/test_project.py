@@ -15,7 +15,10 @@ from spacy_arbo.corpora import NAMED_CORPORA
 
 ROOT = Path(__file__).resolve().parents[1]
 # Pipelines that depend on the KB alone, shared by both corpora.
-KB_ONLY_PIPELINES = ("training/tfidf", "training/zero_shot")
+KB_ONLY_PIPELINES = ("training/tfidf", "training/zero_shot", "training/kb_only")
+# Commands scored on one corpus whatever the corpus variable: the KB-only recipe on MeSH names
+# links BC5CDR's chemical mentions, which NCBI Disease does not annotate.
+SCORED_ON = {"kb-only-mesh": "bc5cdr"}
 # What the workflow's retriever trains on, whichever the corpus (in the order it read them when measured).
 TRAIN_SETS = ("corpus/bc5cdr/train.spacy", "corpus/ncbi/train.spacy")
 
@@ -61,7 +64,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
             words = [w for line in command.get("script", []) for w in line.split()]
             for path in words + command.get("deps", []) + command.get("outputs", []):
                 if path.startswith(("corpus/", "training/", "metrics/")) and not path.startswith(KB_ONLY_PIPELINES):
-                    own = path.split("/")[1] == corpus
+                    own = path.split("/")[1] == SCORED_ON.get(command["name"], corpus)
                     shared_train = command["name"] == "train-retriever" and path in TRAIN_SETS
                     assert own or shared_train or command["name"] == "convert", (command["name"], path)
 
@@ -154,3 +157,68 @@ def test_objectives_workflow_trains_each_recipe_with_its_clock_and_compares_them
     compared = [stage for spec in compare[4:compare.index("--dev")] for stage in spec.split("=")[1].split("+")]
     assert sorted(compared) == sorted(runs)
     assert "metrics/ncbi/objectives.json" in commands["compare-objectives"]["outputs"]
+
+
+def test_every_workflow_runs_commands_that_exist(tmp_path):
+    config = srsly.read_yaml(ROOT / "project.yml")
+    names = {command["name"] for command in config["commands"]}
+    for workflow, steps in config["workflows"].items():
+        assert set(steps) <= names, (workflow, set(steps) - names)
+    assert config["workflows"]["kb-only"] == [
+        "fetch-data", "build-kb", "convert", "kb-only-align", "kb-only-assemble", "kb-only-evaluate"]
+    assert config["workflows"]["kb-only-linker"] == ["kb-only-kb", "kb-only-align", "kb-only-assemble"]
+
+
+def kb_only_commands(tmp_path, **overrides):
+    return {name: c for name, c in project_config(tmp_path, **overrides).items() if name.startswith("kb-only")}
+
+
+def test_kb_only_commands_parse_and_read_no_labelled_mention(tmp_path):
+    """Every `python -m spacy_arbo` line of the KB-only commands parses with the CLI; none hands a
+    corpus's mentions to the linker (dictionary, anchors, memory, BioSyn's augmented dictionary)
+    or trains on a corpus; self-alignment and assembly read no corpus path at all."""
+    from spacy_arbo.cli import make_parser
+
+    parser = make_parser()
+    for corpus in ("ncbi", "bc5cdr"):
+        commands = kb_only_commands(tmp_path, corpus=corpus)
+        assert set(commands) == {"kb-only-kb", "kb-only-align", "kb-only-assemble", "kb-only-evaluate",
+                                 "kb-only-unaligned", "kb-only-medic", "kb-only-mesh"}
+        for command in commands.values():
+            for line in command["script"]:
+                words = line.split()
+                assert words[:3] in (["python", "-m", "spacy_arbo"], ["python", "-m", "spacy"]), line
+                assert not {"--augment-from", "--dictionary-from", "--anchors-from", "--from", "--dev"} & set(words)
+                assert words[3] not in ("train", "add-memory", "tune-threshold", "tune-reranker"), line
+                if words[2] == "spacy_arbo":
+                    parser.parse_args(words[3:])
+                if words[3] in ("self-align", "assemble"):
+                    assert not [w for w in words if w.startswith(("corpus/", "assets/"))], line
+
+
+def test_kb_only_assembles_the_recipe_config_and_scores_like_the_other_rows(tmp_path):
+    import spacy
+
+    commands = kb_only_commands(tmp_path, corpus="bc5cdr")
+    assemble = commands["kb-only-assemble"]["script"][0].split()
+    assert assemble[3:6] == ["assemble", "configs/kb_only.cfg", "training/kb_only/pipeline"]
+    options = dict(zip(assemble[6::2], assemble[7::2]))
+    assert options["--paths.encoder"] == "training/kb_only/encoder" in commands["kb-only-align"]["outputs"]
+    linker = spacy.util.load_config(ROOT / "configs" / "kb_only.cfg")["components"]["arbo_linker"]
+    assert float(options["--components.arbo_linker.sparse_weight"]) == linker["sparse_weight"]
+    evaluate = commands["kb-only-evaluate"]
+    assert evaluate["outputs"] == ["metrics/bc5cdr/kb_only_test.json", "metrics/bc5cdr/kb_only_tfidf_test.json"]
+    assert evaluate["script"][0].split()[3:6] == ["evaluate", "training/kb_only/pipeline", "corpus/bc5cdr/test.spacy"]
+    # The second KBs: MEDIC on the corpus converted against it, MeSH names on BC5CDR's chemicals.
+    assert commands["kb-only-medic"]["script"][0].endswith("build-kb ../shared/data/ctd/medic_06Jul2012.txt.gz "
+                                                           "kb_medic --format medic")
+    assert "metrics/bc5cdr/kb_only_medic_test.json" in commands["kb-only-medic"]["outputs"]
+    mesh = commands["kb-only-mesh"]["script"]
+    assert mesh[0] == "python -m spacy_arbo build-kb ../shared/data/bc5cdr/mesh_entities_id_name.tsv kb_mesh"
+    assert all("--types Chemical" in line for line in mesh if " convert " in line)
+
+
+def test_kb_only_linker_builds_any_kb_source(tmp_path):
+    command = kb_only_commands(tmp_path, kb_only_source="my_kb.jsonl")["kb-only-kb"]
+    assert command["script"] == ["python -m spacy_arbo build-kb my_kb.jsonl kb"]
+    assert command["deps"] == ["my_kb.jsonl"] and command["outputs"] == ["kb/entities.msgpack"]

@@ -2,8 +2,9 @@
 
 Formats: scispacy's JSONL (`concept_id, canonical_name, aliases, types, definition`; what
 scispacy's records cannot hold, alternative ids and parents, in a `.extra.jsonl` file beside
-it), CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header) and MEDIC
-(`IDs||name|synonym|...`, the release NCBI Disease was annotated against).
+it), CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header), MEDIC
+(`IDs||name|synonym|...`, the release NCBI Disease was annotated against) and a names list
+(`ID<TAB>name` a line, e.g. BC5CDR's MeSH id -> name file: a KB with no synonyms at all).
 """
 import io
 import json
@@ -16,10 +17,11 @@ from .entities import Entity, normalize_id
 from .disk_store import DiskEntityStore
 from .store import BaseEntityStore, DuplicateIdError, EntityStore
 
-KB_FORMATS = ("jsonl", "ctd", "medic")
+KB_FORMATS = ("jsonl", "ctd", "medic", "names")
 STORES = ("memory", "disk")
 Store = TypeVar("Store", bound=BaseEntityStore)
 CTD_COLUMNS = 9
+NAMES_COLUMNS = 2
 
 
 def _split(field: str, sep: str = "|") -> Tuple[str, ...]:
@@ -158,11 +160,37 @@ def read_medic(path: PathLike) -> Iterator[Tuple[int, Entity]]:
         )
 
 
+def read_names(path: PathLike) -> Iterator[Tuple[int, Entity]]:
+    """`ID<TAB>name` lines (blank lines and `#` comments skipped); a bare MeSH id such as
+    `D004961` is normalised as the other readers do (`MESH:D004961`)."""
+    path = Path(path)
+    for number, line in read_lines(path):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != NAMES_COLUMNS:
+            raise ArboError(f"{path}:{number}: expected 'ID<TAB>name', found {len(fields)} tab-separated "
+                            f"field{'s' if len(fields) != 1 else ''}.")
+        entity_id, name = (field.strip() for field in fields)
+        if not entity_id or not name:
+            raise ArboError(f"{path}:{number}: empty {'ID' if not entity_id else 'name'}.")
+        yield number, Entity(id=normalize_id(entity_id), name=name)
+
+
 READERS: Dict[str, Callable[[PathLike], Iterator[Tuple[int, Entity]]]] = {
     "jsonl": read_jsonl,
     "ctd": read_ctd,
     "medic": read_medic,
+    "names": read_names,
 }
+
+
+def _tsv_format(path: Path) -> str:
+    """A `.tsv` whose first entry line has two columns is a names list; else CTD's TSV."""
+    for _number, line in read_lines(path):
+        if line.strip() and not line.startswith("#"):
+            return "names" if len(line.split("\t")) == NAMES_COLUMNS else "ctd"
+    return "ctd"
 
 
 def guess_format(path: PathLike) -> str:
@@ -170,7 +198,7 @@ def guess_format(path: PathLike) -> str:
     if name.endswith((".jsonl", ".json")):
         return "jsonl"
     if name.endswith(".tsv"):
-        return "ctd"
+        return _tsv_format(Path(path))
     if "medic" in name:
         return "medic"
     raise ArboError(f"{path}: cannot tell the KB format from the name; pass one of {KB_FORMATS}.")

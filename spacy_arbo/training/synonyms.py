@@ -1,13 +1,13 @@
-"""Synonym pretraining: align the names of each KB entity before mention training.
+"""Synonym pairs of a KB and the losses that pull them together: what self-alignment
+(`self_alignment.py`) and the short `pretrain-synonyms` run train an encoder with.
 
 SapBERT's self-alignment recipe on our own KB: batches of (name, other name of the same
-entity) pairs, every other name in the batch a negative unless it names the same entity,
-with a multi-positive InfoNCE loss. Names are short, so a pass over CTD's 78k names costs
-minutes on a CPU, and it teaches the encoder synonyms that no training mention shows
-(the entities the corpus never mentions).
+entity) pairs, every other name in the batch a negative unless it names the same entity.
+It teaches the encoder synonyms that no training mention shows (the entities a corpus
+never mentions), and needs no labelled mention at all.
 """
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -18,6 +18,11 @@ from ..encoders.tower import Tower
 from ..kb.store import BaseEntityStore
 from ..util import ArboError
 
+# (text, entity row): one name of the KB, as `BaseEntityStore.alias_pairs` gives them.
+Name = Tuple[str, int]
+# (vectors of a batch's names, their entity rows) -> the loss to minimise.
+PairLoss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
 
 @dataclass(frozen=True)
 class SynonymPair:
@@ -26,14 +31,22 @@ class SynonymPair:
     row: int
 
 
-def synonym_pairs(kb: BaseEntityStore, rng: np.random.Generator) -> List[SynonymPair]:
-    """One pair per name of every entity with at least two distinct names: the name and
-    another of its entity's names drawn at random; shuffled."""
-    names_by_row: dict = {}
+def names_by_entity(kb: BaseEntityStore, hidden: AbstractSet[Name] = frozenset()) -> Dict[int, List[str]]:
+    """Entity row -> its distinct names, leaving out the `hidden` ones."""
+    names: Dict[int, List[str]] = {}
     for text, row in kb.alias_pairs():
-        names_by_row.setdefault(row, []).append(text)
+        if (text, row) not in hidden:
+            names.setdefault(row, []).append(text)
+    return names
+
+
+def synonym_pairs(kb: BaseEntityStore, rng: np.random.Generator,
+                  hidden: AbstractSet[Name] = frozenset()) -> List[SynonymPair]:
+    """One pair per name of every entity with at least two distinct names (the `hidden`
+    ones left out as names and as synonyms): the name and another of its entity's names
+    drawn at random; shuffled."""
     pairs = []
-    for row, names in names_by_row.items():
+    for row, names in names_by_entity(kb, hidden).items():
         if len(names) < 2:
             continue
         for i, name in enumerate(names):
@@ -47,6 +60,7 @@ def multi_positive_infonce(vectors: torch.Tensor, labels: torch.Tensor, scale: f
     """Mean over rows of -log(sum over same-label rows / sum over all other rows) of
     exp(scale * cosine); a row is never its own candidate."""
     vectors = torch.nn.functional.normalize(vectors, dim=-1)
+    labels = labels.to(vectors.device)
     logits = scale * vectors @ vectors.T
     own = torch.eye(len(vectors), dtype=torch.bool, device=vectors.device)
     logits = logits.masked_fill(own, float("-inf"))
@@ -54,6 +68,41 @@ def multi_positive_infonce(vectors: torch.Tensor, labels: torch.Tensor, scale: f
     log_all = torch.logsumexp(logits, dim=1)
     log_positive = torch.logsumexp(logits.masked_fill(~positive, float("-inf")), dim=1)
     return (log_all - log_positive).mean()
+
+
+def hard_pair_masks(similarity: torch.Tensor, labels: torch.Tensor, margin: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    """SapBERT's online mining (a triplet miner over all triplets): the (positive,
+    negative) pairs of the batch that take part in some triplet (anchor, positive,
+    negative) whose negative lies within `margin` (Euclidean distance between unit
+    vectors) of being as near to the anchor as the positive. Easy pairs teach nothing."""
+    own = torch.eye(len(labels), dtype=torch.bool, device=similarity.device)
+    same = labels[:, None] == labels[None, :]
+    positive, negative = same & ~own, ~same
+    distance = torch.sqrt((2.0 - 2.0 * similarity).clamp(min=0.0))
+    farthest_positive = distance.masked_fill(~positive, float("-inf")).amax(1, keepdim=True)
+    nearest_negative = distance.masked_fill(~negative, float("inf")).amin(1, keepdim=True)
+    return positive & (distance >= nearest_negative - margin), negative & (distance <= farthest_positive + margin)
+
+
+def _log_one_plus_sum_exp(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per row, log(1 + sum of exp(logits) over the masked entries): 0 for a row with none."""
+    zeros = logits.new_zeros(len(logits), 1)
+    return torch.logsumexp(torch.cat([zeros, logits.masked_fill(~mask, float("-inf"))], dim=1), dim=1)
+
+
+def multi_similarity_loss(vectors: torch.Tensor, labels: torch.Tensor, alpha: float = 1.0, beta: float = 60.0,
+                          base: float = 0.5, margin: float = 0.2) -> torch.Tensor:
+    """The multi-similarity loss (Wang et al. 2019) over the hard pairs of the batch, as
+    SapBERT trains with: per name, a soft maximum pulling its hard positives above
+    cosine `base` and one pushing its hard negatives below it; the mean over names."""
+    vectors = torch.nn.functional.normalize(vectors, dim=-1)
+    labels = labels.to(vectors.device)
+    similarity = vectors @ vectors.T
+    with torch.no_grad():
+        positive, negative = hard_pair_masks(similarity, labels, margin)
+    pull = _log_one_plus_sum_exp(-alpha * (similarity - base), positive) / alpha
+    push = _log_one_plus_sum_exp(beta * (similarity - base), negative) / beta
+    return (pull + push).mean()
 
 
 def pair_inputs(batch: Sequence[SynonymPair]) -> List[EntityInput]:
@@ -68,6 +117,30 @@ def batches(pairs: Sequence[SynonymPair], size: int) -> Iterator[Sequence[Synony
             yield batch
 
 
+def train_on_pairs(tower: Tower, optimizer: torch.optim.Optimizer, pair_batches: Iterable[Sequence[SynonymPair]],
+                   loss: PairLoss, bar: tqdm, max_steps: Optional[int] = None) -> List[float]:
+    """One update of `tower` per batch (at most `max_steps`); the loss of each."""
+    tower.train()
+    losses: List[float] = []
+    for batch in pair_batches:
+        if max_steps is not None and len(losses) >= max_steps:
+            break
+        value = loss(tower.encode_entities(pair_inputs(batch)), torch.tensor([p.row for p in batch] * 2))
+        optimizer.zero_grad()
+        value.backward()
+        optimizer.step()
+        losses.append(float(value.detach()))
+        bar.update(1)
+        bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
+    tower.eval()
+    tower.set_precision(tower.precision)  # low-precision copies of the old weights are remade before use
+    return losses
+
+
+def alignment_optimizer(tower: Tower, learning_rate: float) -> torch.optim.Optimizer:
+    return torch.optim.AdamW([p for p in tower.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.01)
+
+
 def pretrain_synonyms(
     tower: Tower,
     kb: BaseEntityStore,
@@ -80,7 +153,9 @@ def pretrain_synonyms(
     max_steps: Optional[int] = None,
     progress: bool = True,
 ) -> List[float]:
-    """Train `tower` in place on the KB's synonym pairs; the loss of every step."""
+    """Train `tower` in place on the KB's synonym pairs with the multi-positive InfoNCE of
+    random batches, no model selection (`self_align` runs the full recipe); the loss of
+    every step."""
     if epochs < 1 or batch_size < 2 or learning_rate <= 0:
         raise ArboError(f"Synonym pretraining takes epochs >= 1, batch_size >= 2 and learning_rate > 0; "
                         f"got {epochs}, {batch_size} and {learning_rate}.")
@@ -91,26 +166,10 @@ def pretrain_synonyms(
         raise ArboError("Synonym pretraining needs entities with at least two names; the KB has none.")
     total = sum(len(list(batches(p, batch_size))) for p in epoch_pairs)
     total = min(total, max_steps) if max_steps else total
-    optimizer = torch.optim.AdamW([p for p in tower.parameters() if p.requires_grad], lr=learning_rate,
-                                  weight_decay=0.01)
-    tower.train()
-    losses: List[float] = []
+    all_batches = (batch for pairs in epoch_pairs for batch in batches(pairs, batch_size))
     with tqdm(total=total, desc="synonym pretraining", unit="step", disable=not progress, mininterval=2.0) as bar:
-        for pairs in epoch_pairs:
-            for batch in batches(pairs, batch_size):
-                if len(losses) == total:
-                    break
-                labels = torch.tensor([p.row for p in batch] * 2)
-                loss = multi_positive_infonce(tower.encode_entities(pair_inputs(batch)), labels, scale)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                losses.append(float(loss.detach()))
-                bar.update(1)
-                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-    tower.eval()
-    tower.set_precision(tower.precision)  # low-precision copies of the old weights are remade before use
-    return losses
+        return train_on_pairs(tower, alignment_optimizer(tower, learning_rate), all_batches,
+                              lambda vectors, labels: multi_positive_infonce(vectors, labels, scale), bar, total)
 
 
 def name_alignment(tower: Tower, pairs: Sequence[SynonymPair], batch_size: int = 256) -> Tuple[float, float]:

@@ -1,0 +1,154 @@
+"""Self-alignment of an encoder on a KB's own names, run to convergence and selected
+without corpus labels: SapBERT's recipe (multi-similarity loss over the hard pairs of each
+batch) on every name of the KB each pass, for several passes, keeping the pass whose
+held-out names (`alignment_holdout.py`) find their entity best.
+
+The KB is all it reads: this is how a linker for a KB that no corpus annotates is trained.
+"""
+import copy
+import time
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..encoders.tower import Tower
+from ..kb.store import BaseEntityStore
+from ..settings import check_at_least, check_choice
+from ..util import ArboError
+from .alignment_batches import BATCHINGS, nearest_entities, neighbour_batches, neighbour_order
+from .alignment_holdout import HeldOutNames, KBNames, encode_names, hold_out_names, score_held_out
+from .synonyms import (PairLoss, SynonymPair, alignment_optimizer, batches, multi_positive_infonce,
+                       multi_similarity_loss, synonym_pairs, train_on_pairs)
+
+LOSSES = ("multi_similarity", "infonce")
+
+
+@dataclass(frozen=True)
+class AlignmentSettings:
+    """How self-alignment trains. The loss's own settings are SapBERT's; `max_pairs` caps
+    the pairs of a pass (0: one pair per name of every entity with two names or more)."""
+
+    epochs: int = 3
+    batch_size: int = 128
+    learning_rate: float = 5e-5
+    loss: str = "multi_similarity"
+    batching: str = "neighbours"
+    neighbours: int = 8
+    held_out: float = 0.05
+    max_pairs: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_at_least(1, epochs=self.epochs, neighbours=self.neighbours)
+        check_at_least(2, batch_size=self.batch_size)
+        check_at_least(0, max_pairs=self.max_pairs, seed=self.seed)
+        check_choice("loss", self.loss, LOSSES)
+        check_choice("batching", self.batching, BATCHINGS)
+        if not self.learning_rate > 0:
+            raise ArboError(f"learning_rate takes a number > 0; got {self.learning_rate!r}.")
+        if not 0.0 <= self.held_out < 1.0:
+            raise ArboError(f"held_out takes a share of the entities in [0, 1); got {self.held_out!r}.")
+
+    def pair_loss(self) -> PairLoss:
+        if self.loss == "infonce":
+            return partial(multi_positive_infonce, scale=20.0)
+        return multi_similarity_loss
+
+
+@dataclass(frozen=True)
+class AlignmentPass:
+    """One point of the curve: after `pass_` passes (0: before training), `seconds` since
+    the start, the mean training loss of the pass and the held-out names' scores."""
+
+    pass_: int
+    pairs: int
+    seconds: float
+    loss: Optional[float]
+    held_out_recall: Optional[float]
+    held_out_loss: Optional[float]
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"pass": self.pass_, "pairs": self.pairs, "seconds": round(self.seconds, 1), "loss": self.loss,
+                "held_out_recall@1": self.held_out_recall, "held_out_loss": self.held_out_loss}
+
+
+@dataclass
+class AlignmentResult:
+    """The curve, the pass whose weights the tower holds now, and that pass's vectors of
+    every KB name (`names` order), for further label-free checks."""
+
+    settings: AlignmentSettings
+    held_out: HeldOutNames
+    curve: List[AlignmentPass] = field(default_factory=list)
+    best_pass: int = 0
+    vectors: Optional[np.ndarray] = None
+    note: str = ""
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"settings": asdict(self.settings), "held_out_names": len(self.held_out), "best_pass": self.best_pass,
+                "note": self.note, "passes": [point.to_json() for point in self.curve]}
+
+
+def self_align(tower: Tower, kb: BaseEntityStore, settings: AlignmentSettings = AlignmentSettings(),
+               held_out: Optional[HeldOutNames] = None, progress: bool = True) -> AlignmentResult:
+    """Align `tower` in place on `kb`'s synonyms and leave it with the best pass's weights
+    (the latest when nothing is held out). `held_out` (default: drawn as `settings` say)
+    is hidden from training and chooses the pass. A KB without two names for any entity
+    has nothing to align: the tower is left as it was, and the result says so."""
+    held_out = hold_out_names(kb, settings.held_out, settings.seed) if held_out is None else held_out
+    result = AlignmentResult(settings, held_out)
+    rng = np.random.default_rng(settings.seed)
+    torch.manual_seed(settings.seed)
+    if not synonym_pairs(kb, np.random.default_rng(settings.seed), held_out.hidden):
+        result.note = "No entity of the KB has two names: nothing to align; the encoder is left untrained."
+        result.curve.append(AlignmentPass(0, 0, 0.0, None, None, None))
+        return result
+    names = KBNames(kb)
+    needs_vectors = bool(len(held_out)) or settings.batching == "neighbours"
+    started = time.perf_counter()
+    optimizer = alignment_optimizer(tower, settings.learning_rate)
+    vectors = encode_names(tower, names.texts, progress=progress) if needs_vectors else None
+    best = _record(result, names, vectors, 0, 0, started, [])
+    best_state = copy.deepcopy(tower.state_dict()) if len(held_out) else None
+    result.vectors = vectors
+    for pass_ in range(1, settings.epochs + 1):
+        pairs = synonym_pairs(kb, rng, held_out.hidden)[: settings.max_pairs or None]
+        pass_batches = _pass_batches(pairs, names, vectors, settings, rng)
+        with tqdm(total=len(pass_batches), desc=f"self-alignment pass {pass_}/{settings.epochs}", unit="step",
+                  disable=not progress, mininterval=2.0) as bar:
+            losses = train_on_pairs(tower, optimizer, pass_batches, settings.pair_loss(), bar)
+        vectors = encode_names(tower, names.texts, progress=progress) if needs_vectors else None
+        recall = _record(result, names, vectors, pass_, len(pairs), started, losses)
+        if recall is None or recall > best:
+            best, result.best_pass, result.vectors = recall, pass_, vectors
+            if recall is not None and pass_ < settings.epochs:
+                best_state = copy.deepcopy(tower.state_dict())
+    if best_state is not None and result.best_pass != settings.epochs:
+        tower.load_state_dict(best_state)
+        tower.set_precision(tower.precision)
+    return result
+
+
+def _record(result: AlignmentResult, names: KBNames, vectors: Optional[np.ndarray], pass_: int, pairs: int,
+            started: float, losses: Sequence[float]) -> Optional[float]:
+    """Add the point of pass `pass_` to the curve; its held-out recall@1 (None: nothing held out)."""
+    recall, loss = score_held_out(vectors, names, result.held_out) if vectors is not None else (None, None)
+    result.curve.append(AlignmentPass(pass_, pairs, time.perf_counter() - started,
+                                      float(np.mean(losses)) if losses else None, recall, loss))
+    return recall
+
+
+def _pass_batches(pairs: List[SynonymPair], names: KBNames, vectors: Optional[np.ndarray],
+                  settings: AlignmentSettings, rng: np.random.Generator) -> List[Sequence[SynonymPair]]:
+    if settings.batching == "random" or vectors is None:
+        return list(batches(pairs, settings.batch_size))
+    # Each entity is placed by the nearest names to its first name that training reads.
+    queries: Dict[int, int] = {}
+    for pair in pairs:
+        queries.setdefault(pair.row, names.position[(pair.name, pair.row)])
+    order = neighbour_order(nearest_entities(vectors, names.owners, queries, settings.neighbours), rng)
+    return neighbour_batches(pairs, order, settings.batch_size, rng)
