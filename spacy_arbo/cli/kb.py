@@ -4,13 +4,14 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from ..kb import readers
 from ..kb.readers import build_kb, read_kb
-from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..kb.store import open_store
+from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
 from ._util import load_pipeline, write_pipeline
 
-KB_FORMATS = ["auto", "jsonl", "ctd", "medic"]
+KB_FORMATS = ["auto", *readers.KB_FORMATS]
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
