@@ -120,8 +120,21 @@ def read_json(path: Path) -> Any:
     """A JSON file's content; a file that does not parse is an error naming it."""
     try:
         return srsly.read_json(path)
-    except ValueError as err:
+    except OSError as err:
+        raise ArboError(f"{path}: cannot read ({err.strerror or err}).") from None
+    except ValueError as err:  # UnicodeDecodeError is one
         raise ArboError(f"{path}: not valid JSON ({err}).") from None
+
+
+def read_msgpack(path: Path, what: str) -> Any:
+    """A msgpack file's content; a file that does not parse is an error naming it and
+    `what` it should hold."""
+    try:
+        return srsly.read_msgpack(path)
+    except OSError as err:
+        raise ArboError(f"{path}: cannot read {what} ({err.strerror or err}).") from None
+    except Exception as err:  # msgpack raises several unrelated types
+        raise ArboError(f"{path}: cannot read {what} ({type(err).__name__}: {err}).") from None
 
 
 def read_json_objects(path: Path) -> Iterator[Tuple[int, str, Dict[str, Any]]]:
@@ -146,3 +159,14 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def check_sha256(path: Path, sha256: str, recorded_in: str) -> None:
+    """Refuse a file whose sha256 is not the one recorded (in `recorded_in`) when it was
+    written: checked before a reader that crashes or misreads damaged bytes sees it."""
+    try:
+        found = file_sha256(path)
+    except OSError as err:
+        raise ArboError(f"{path}: cannot read ({err.strerror}).") from None
+    if found != sha256:
+        raise ArboError(f"{path}: contents do not match {recorded_in} (corrupt file).")

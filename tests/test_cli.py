@@ -358,7 +358,7 @@ def test_convert_corpus_unknown_name_lists_the_names(tmp_path, capsys):
 def test_export_spacy_kb_gives_spacys_linker_our_entities(linked, capsys):
     import spacy
 
-    from spacy_arbo.kb.spacy_kb import create_spacy_kb_loader
+    from spacy_arbo.retrieval.spacy_kb import create_spacy_kb_loader
 
     tmp = linked
     assert main(["export-spacy-kb", str(tmp / "pipeline"), str(tmp / "spacy_kb"), "--top-k", "3"]) == 0

@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 
 from ..kb.readers import build_kb, read_kb
-from ..kb.spacy_kb import ArboKnowledgeBase
+from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..kb.store import open_store
 from ..retrieval.sharded_encoding import encode_entities_on_ray
 from ._util import load_pipeline, write_pipeline
@@ -92,7 +92,7 @@ def kb_update_command(args: argparse.Namespace) -> None:
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:
     linker = load_pipeline(args.pipeline).get_pipe(args.component)
-    kb = ArboKnowledgeBase.from_linker(linker, top_k=args.top_k)
+    kb = spacy_kb_from_linker(linker, top_k=args.top_k)
     kb.to_disk(args.out_dir)
     print(f"Wrote {args.out_dir}: {len(kb):,} entities, vectors of width {kb.entity_vector_length}, "
           f"for spaCy's entity_linker (entity_vector_length = {kb.entity_vector_length})")

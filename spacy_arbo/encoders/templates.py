@@ -59,6 +59,12 @@ def entity_input(entity: Entity, fields: Sequence[str], max_aliases: int = 8,
     return EntityInput(entity.name, " ".join(parts), tuple(triplets))
 
 
+def entity_length(entity: EntityInput) -> int:
+    """What entity texts are grouped into batches by (`encode_entities`, sharded encoding):
+    both must group alike for their vectors to be the same."""
+    return len(entity.title) + len(entity.description)
+
+
 def entity_inputs(entities: Iterable[Entity], fields: Sequence[str], max_aliases: int = 8,
                   triplets: Optional[Callable[[Entity], Sequence[Triplet]]] = None) -> List[EntityInput]:
     return [entity_input(e, fields, max_aliases, triplets(e) if triplets else ()) for e in entities]

@@ -20,7 +20,7 @@ import srsly
 
 from ..util import ArboError, PathLike, atomic_path
 from .entities import Entity, normalize_id
-from .store import META_FILE, BaseEntityStore, DuplicateIdError, EntityStore, Summary
+from .memory_store import META_FILE, BaseEntityStore, DuplicateIdError, EntityStore, Summary
 
 KIND = "spacy_arbo.DiskEntityStore"
 FORMAT_VERSION = 1
@@ -316,7 +316,7 @@ def _read_meta(path: Path) -> Dict[str, Any]:
                         "build one with `python -m spacy_arbo build-kb --store disk`.")
     try:
         meta = srsly.read_json(meta_file)
-    except ValueError as err:
+    except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
         raise ArboError(f"{meta_file}: cannot read ({err}); {REBUILD}.") from None
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
         raise ArboError(f"{meta_file}: not the metadata of a disk entity store (no kind '{KIND}').")
@@ -333,7 +333,7 @@ def _read_meta(path: Path) -> Dict[str, Any]:
 def _read_ids(ids_file: Path, count: int) -> np.ndarray:
     try:
         ids = np.load(ids_file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, EOFError) as err:  # an empty file is an EOFError
         raise ArboError(f"{ids_file}: cannot read the entity ids ({err}); {REBUILD}.") from None
     if ids.ndim != 1 or ids.dtype.kind != "S":
         raise ArboError(f"{ids_file}: expected a 1-d array of byte strings, found {ids.dtype} {ids.shape}; {REBUILD}.")

@@ -16,7 +16,7 @@ from thinc.api import Model
 from ..encoders.batching import encode_by_length
 from ..encoders.dual import DualEncoder
 from ..encoders.precision import resolve_precision
-from ..encoders.templates import EntityInput, MentionInput
+from ..encoders.templates import EntityInput, MentionInput, entity_length
 from ..torch_model import get_module, is_built
 from ..util import ArboError
 
@@ -32,11 +32,6 @@ class EncoderSettings(Protocol):
 def mention_length(mention: MentionInput) -> int:
     """What mentions are grouped into batches by."""
     return len(mention.left) + len(mention.mention) + len(mention.right)
-
-
-def entity_length(entity: EntityInput) -> int:
-    """What entity texts are grouped into batches by."""
-    return len(entity.title) + len(entity.description)
 
 
 class LinkerEncoder:

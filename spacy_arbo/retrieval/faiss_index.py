@@ -11,19 +11,19 @@ smallest that finds `recall_target` of the exact top `recall_k` for a sample of 
 indexed vectors, and the recall reached is kept in `params`. `build_from_chunks` fills an
 index from chunks (e.g. memory-mapped shards), so a 10M-vector KB never needs its float32
 matrix in memory at once.
+
+This module builds, searches, updates and places indexes (the kinds and the GPU); the
+saved form and its checks are in faiss_format.py, recall tuning in faiss_recall.py and
+the checks of vectors and ids in faiss_checks.py.
 """
 import functools
 import hashlib
-import json
 import math
 import warnings
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import srsly
-
-from ..util import ArboError, PathLike, atomic_path, file_sha256
 
 try:
     import faiss
@@ -33,15 +33,17 @@ except ImportError:  # faiss is an extra: faiss-cpu or faiss-gpu provide the mod
         "pip install 'spacy-arbo[cpu]' (or 'spacy-arbo[gpu]')"
     ) from None
 
-INDEX_FILE = "index.faiss"
-META_FILE = "index.json"
-FORMAT_VERSION = 1
-KINDS = ("flat", "hnsw", "ivfpq", "ivfsq")
+from ..util import ArboError, PathLike
+from .faiss_checks import as_ids, as_matrix, check_positive, faiss_metric
+from .faiss_format import INDEX_FILE, KINDS, META_FILE, Description, index_from_blob, index_meta, read_index, write_index
+from .faiss_recall import ExactTopK, recall_queries, tune
+
+__all__ = ["INDEX_FILE", "KINDS", "META_FILE", "ExactTopK", "FaissIndex", "gpu_available"]
+
 # kind="auto": exact search up to this many vectors (0.3 GB at 384 dimensions, a few ms a
 # query on 2 cores), IVF with 8-bit scalar quantization above it (a quarter of the memory).
 AUTO_FLAT_MAX = 200_000
 AUTO_KIND = "ivfsq"
-METRICS = {"ip": faiss.METRIC_INNER_PRODUCT, "l2": faiss.METRIC_L2}
 SQ_TYPES = {
     "8bit": faiss.ScalarQuantizer.QT_8bit,
     "6bit": faiss.ScalarQuantizer.QT_6bit,
@@ -58,8 +60,7 @@ MAX_DEFAULT_NLIST = 4096
 # From this many lists the coarse quantizer is an HNSW graph over the centroids, so adding
 # and searching walk a graph instead of scanning every centroid.
 HNSW_QUANTIZER_NLIST = 1024
-# How many sampled vectors measure recall against exact search, and the values tried.
-RECALL_QUERIES = 256
+# The efSearch values tried when tuning an HNSW index.
 EF_SEARCH_TRIED = (16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
@@ -94,7 +95,7 @@ class FaissIndex:
 
         `options` are those of `build_from_chunks`; the vectors are also its sample.
         """
-        matrix = _as_matrix(vectors, "vectors")
+        matrix = as_matrix(vectors, "vectors")
         return cls.build_from_chunks([(matrix, ids)], count=len(matrix), sample=matrix, kind=kind, **options)
 
     @classmethod
@@ -138,17 +139,17 @@ class FaissIndex:
             kind = "flat" if count <= AUTO_FLAT_MAX else AUTO_KIND
         if kind not in KINDS:
             raise ArboError(f"Unknown index kind '{kind}'; choose one of auto, {', '.join(KINDS)}.")
-        metric_type = _metric_type(metric)
-        train = _as_matrix(sample, "sample")
+        metric_type = faiss_metric(metric)
+        train = as_matrix(sample, "sample")
         if count < 1 or not len(train):
             raise ArboError("Cannot build an index from an empty vector matrix (0 rows).")
         dim = train.shape[1]
         for name, value in (("hnsw_m", hnsw_m), ("ef_construction", ef_construction),
                             ("pq_nbits", pq_nbits), ("recall_k", recall_k)):
-            _check_positive(name, value)
+            check_positive(name, value)
         for name, value in (("ef_search", ef_search), ("nprobe", nprobe)):
             if value is not None:
-                _check_positive(name, value)
+                check_positive(name, value)
         if not 0 < recall_target <= 1:
             raise ArboError(f"recall_target must be in (0, 1]; got {recall_target!r}.")
         if kind == "flat":
@@ -171,14 +172,14 @@ class FaissIndex:
             tuned = ("nprobe", tried, lambda value: setattr(ivf, "nprobe", value))
         if not index.is_trained:
             index.train(train)
-        probe = None if tuned is None else ExactTopK(_recall_queries(train, seed), recall_k, metric)
+        probe = None if tuned is None else ExactTopK(recall_queries(train, seed), recall_k, metric)
         added = 0
         for vectors, ids in chunks:
-            matrix = _as_matrix(vectors, "vectors")
+            matrix = as_matrix(vectors, "vectors")
             if matrix.shape[1] != dim:
                 raise ArboError(f"A chunk of vectors has dimension {matrix.shape[1]}; the sample has {dim}.")
             chunk_ids = np.arange(added, added + len(matrix), dtype=np.int64) if ids is None \
-                else _as_ids(ids, len(matrix))
+                else as_ids(ids, len(matrix))
             index.add_with_ids(matrix, chunk_ids)
             if probe is not None:
                 probe.update(matrix, chunk_ids)
@@ -186,7 +187,7 @@ class FaissIndex:
         if added != count:
             raise ArboError(f"The chunks held {added:,} vectors but count says {count:,}.")
         if tuned is not None:
-            params.update(_tune(index, kind, probe, recall_target, *tuned))
+            params.update(tune(index, kind, probe, recall_target, *tuned))
         return cls(index, kind, metric=metric, params=params, fingerprint=fingerprint, use_gpu=use_gpu)
 
     @property
@@ -232,7 +233,7 @@ class FaissIndex:
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ArboError(f"k must be a positive integer; got {k!r}.")
-        matrix = _as_matrix(queries, "queries")
+        matrix = as_matrix(queries, "queries")
         if matrix.shape[1] != self.dim:
             raise ArboError(
                 f"Query vectors have dimension {matrix.shape[1]} but the index has "
@@ -263,10 +264,10 @@ class FaissIndex:
         if self.kind == "hnsw":
             raise ArboError("An hnsw index cannot drop vectors; rebuild it (refresh_index) or use "
                             "kind 'auto', 'flat', 'ivfsq' or 'ivfpq' for a KB that changes.")
-        matrix = np.zeros((0, self.dim), dtype=np.float32) if not len(vectors) else _as_matrix(vectors, "vectors")
+        matrix = np.zeros((0, self.dim), dtype=np.float32) if not len(vectors) else as_matrix(vectors, "vectors")
         if matrix.shape[1] != self.dim:
             raise ArboError(f"New vectors have dimension {matrix.shape[1]} but the index has dimension {self.dim}.")
-        new_ids = _as_ids(ids, len(matrix))
+        new_ids = as_ids(ids, len(matrix))
         index = self._cpu_index()
         gone = np.unique(np.asarray(remove, dtype=np.int64))
         if len(gone):
@@ -277,14 +278,11 @@ class FaissIndex:
             self._index, self._on_gpu = _place(index, self.kind, True)
         self._fingerprint = fingerprint
 
-    # Serialization -------------------------------------------------------------
+    # Serialization: the format and its checks are in faiss_format.py --------------
 
     def to_disk(self, path: PathLike) -> None:
         """Write `path/index.faiss` and `path/index.json` atomically."""
-        with atomic_path(path) as tmp:
-            tmp.mkdir()
-            faiss.write_index(self._cpu_index(), str(tmp / INDEX_FILE))
-            srsly.write_json(tmp / META_FILE, self._meta(file_sha256(tmp / INDEX_FILE)))
+        write_index(self._cpu_index(), self._description(), path)
 
     @classmethod
     def from_disk(
@@ -295,29 +293,12 @@ class FaissIndex:
         *,
         use_gpu: Optional[bool] = None,
     ) -> "FaissIndex":
-        path = Path(path)
-        meta_file, index_file = path / META_FILE, path / INDEX_FILE
-        if not meta_file.exists():
-            raise ArboError(f"No FAISS index at '{path}' (missing {META_FILE}).")
-        try:
-            # The standard library parses floats (recall figures) exactly; srsly's ujson does not.
-            meta = json.loads(meta_file.read_text(encoding="utf8"))
-        except (ValueError, UnicodeDecodeError) as err:
-            raise ArboError(f"{meta_file}: cannot read index metadata ({err}).") from None
-        _check_meta(meta, str(meta_file), f"index at '{path}'", expected_fingerprint, expected_dim)
-        if not index_file.exists():
-            raise ArboError(f"{index_file}: missing; the index at '{path}' is incomplete.")
-        if file_sha256(index_file) != meta["sha256"]:
-            raise ArboError(f"{index_file}: contents do not match {META_FILE} (corrupt file).")
-        try:
-            index = faiss.read_index(str(index_file))
-        except RuntimeError as err:
-            raise ArboError(f"{index_file}: cannot read FAISS index ({err}).") from None
-        return cls._from_loaded(index, meta, str(index_file), use_gpu)
+        return cls._from_loaded(*read_index(path, expected_fingerprint, expected_dim), use_gpu)
 
     def to_bytes(self) -> bytes:
-        blob = faiss.serialize_index(self._cpu_index()).tobytes()
-        return srsly.msgpack_dumps({"meta": self._meta(hashlib.sha256(blob).hexdigest()),
+        index = self._cpu_index()
+        blob = faiss.serialize_index(index).tobytes()
+        return srsly.msgpack_dumps({"meta": index_meta(index, self._description(), hashlib.sha256(blob).hexdigest()),
                                     "index": blob})
 
     @classmethod
@@ -335,24 +316,10 @@ class FaissIndex:
             meta, blob = msg["meta"], msg["index"]
         except Exception as err:  # msgpack raises several unrelated types
             raise ArboError(f"{origin}: cannot read it ({err!r}).") from None
-        _check_meta(meta, origin, origin, expected_fingerprint, expected_dim)
-        if not isinstance(blob, bytes) or hashlib.sha256(blob).hexdigest() != meta["sha256"]:
-            raise ArboError(f"{origin}: index data do not match its metadata (corrupt data).")
-        try:
-            index = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
-        except RuntimeError as err:
-            raise ArboError(f"{origin}: cannot read FAISS index ({err}).") from None
-        return cls._from_loaded(index, meta, origin, use_gpu)
+        return cls._from_loaded(index_from_blob(blob, meta, origin, expected_fingerprint, expected_dim), meta, use_gpu)
 
     @classmethod
-    def _from_loaded(
-        cls, index: "faiss.Index", meta: Dict[str, Any], origin: str, use_gpu: Optional[bool]
-    ) -> "FaissIndex":
-        if index.d != meta["dim"] or index.ntotal != meta["count"]:
-            raise ArboError(
-                f"{origin}: holds {index.ntotal} vectors of dimension {index.d} but its "
-                f"metadata says {meta['count']} of dimension {meta['dim']} (corrupt index)."
-            )
+    def _from_loaded(cls, index: "faiss.Index", meta: Dict[str, Any], use_gpu: Optional[bool]) -> "FaissIndex":
         return cls(index, meta["kind"], metric=meta["metric"], params=meta["params"],
                    fingerprint=meta["fingerprint"], use_gpu=use_gpu)
 
@@ -360,18 +327,8 @@ class FaissIndex:
         # GPU indexes cannot be serialized directly.
         return faiss.index_gpu_to_cpu(self._index) if self.on_gpu else self._index
 
-    def _meta(self, sha256: str) -> Dict[str, Any]:
-        return {
-            "format_version": FORMAT_VERSION,
-            "kind": self.kind,
-            "dim": self.dim,
-            "count": self.ntotal,
-            "metric": self.metric,
-            "params": self.params,
-            "fingerprint": self.fingerprint,
-            "faiss_version": faiss.__version__,
-            "sha256": sha256,
-        }
+    def _description(self) -> Description:
+        return {"kind": self.kind, "metric": self.metric, "params": self.params, "fingerprint": self.fingerprint}
 
 
 def gpu_available() -> bool:
@@ -424,7 +381,7 @@ def _ivf_index(
     n, dim = train.shape
     if nlist is None:
         nlist = max(1, min(round(4 * math.sqrt(count)), MAX_DEFAULT_NLIST, n // POINTS_PER_CENTROID))
-    _check_positive("nlist", nlist)
+    check_positive("nlist", nlist)
     if nlist > n:
         raise ArboError(f"nlist={nlist} inverted lists need at least {nlist} vectors to train; "
                         f"got {n}. Lower nlist or use kind='flat'.")
@@ -435,7 +392,7 @@ def _ivf_index(
         quantizer = faiss.IndexFlat(dim, metric_type)
     if kind == "ivfpq":
         pq_m = _default_pq_m(dim) if pq_m is None else pq_m
-        _check_positive("pq_m", pq_m)
+        check_positive("pq_m", pq_m)
         if dim % pq_m:
             raise ArboError(f"pq_m={pq_m} must divide the vector dimension {dim}.")
         if n < 2 ** pq_nbits:
@@ -461,145 +418,6 @@ def _ivf_index(
     return index, {**params, "seed": seed}
 
 
-class ExactTopK:
-    """The exact top-k ids of some queries over vectors that arrive in chunks, merged as they
-    come: the reference for recall when the vectors never fit in memory at once."""
-
-    def __init__(self, queries: np.ndarray, k: int, metric: str = "ip") -> None:
-        self.queries = _as_matrix(queries, "queries")
-        self.k = k
-        self._metric_type = _metric_type(metric)
-        self.scores = np.full((len(self.queries), 0), -np.inf, dtype=np.float32)
-        self.ids = np.full((len(self.queries), 0), -1, dtype=np.int64)
-
-    def update(self, vectors: np.ndarray, ids: np.ndarray) -> None:
-        exact = faiss.IndexFlat(vectors.shape[1], self._metric_type)
-        exact.add(vectors)
-        found, rows = exact.search(self.queries, min(self.k, len(vectors)))
-        if self._metric_type == faiss.METRIC_L2:
-            found = -found
-        scores = np.hstack([self.scores, found])
-        ids = np.hstack([self.ids, ids[rows]])
-        order = np.argsort(-scores, axis=1, kind="stable")[:, : self.k]
-        self.scores, self.ids = np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
-
-    def recall(self, found: np.ndarray) -> float:
-        """Mean share of each query's exact top-k ids among `found` (n_queries, >= k) ids;
-        an id held by several vectors (an entity's aliases) counts once."""
-        shares = [len(set(f) & set(e)) / len(set(e)) for f, e in zip(found.tolist(), self.ids.tolist())]
-        return float(np.mean(shares))
-
-
-def _recall_queries(sample: np.ndarray, seed: int) -> np.ndarray:
-    """Sampled indexed vectors: the queries whose recall tunes nprobe / efSearch."""
-    picked = np.random.default_rng(seed).choice(len(sample), size=min(RECALL_QUERIES, len(sample)), replace=False)
-    return sample[np.sort(picked)]
-
-
-def _tune(
-    index: "faiss.Index", kind: str, probe: ExactTopK, target: float,
-    name: str, values: List[int], apply: Callable[[int], None]
-) -> Dict[str, Any]:
-    """Set the first of `values` (ascending: slower, more exact) whose recall reaches
-    `target`; when none does, warn and take the first within half a point of the best
-    (quantization caps recall, and scanning every list would not lift it)."""
-    reached: List[Tuple[int, float]] = []
-    for value in values:
-        apply(value)
-        reached.append((value, probe.recall(index.search(probe.queries, probe.k)[1])))
-        if reached[-1][1] >= target:
-            break
-    else:
-        best = max(recall for _, recall in reached)
-        reached = [next(item for item in reached if item[1] >= best - 0.005)]
-        apply(reached[0][0])
-        if len(values) > 1:
-            warnings.warn(f"The {kind} index finds {best:.3f} of the exact top {probe.k} at most, below "
-                          f"recall_target={target}; {name}={reached[0][0]}. Use kind='ivfsq' or 'flat'.")
-    value, recall = reached[-1]
-    return {name: value, "recall_target": target, "recall_k": probe.k, "recall": round(recall, 4)}
-
-
 def _default_pq_m(dim: int) -> int:
     """The largest divisor of dim up to dim / 8 (8-dimensional sub-vectors)."""
     return max(m for m in range(1, max(1, dim // 8) + 1) if dim % m == 0)
-
-
-def _metric_type(metric: str) -> int:
-    if metric not in METRICS:
-        raise ArboError(f"Unknown metric '{metric}'; choose one of {', '.join(METRICS)}.")
-    return METRICS[metric]
-
-
-def _check_positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ArboError(f"{name} must be a positive integer; got {value!r}.")
-
-
-def _as_matrix(array: Any, name: str) -> np.ndarray:
-    """A C-contiguous float32 (rows, dim) copy or view of `array`, checked for sanity."""
-    try:
-        matrix = np.asarray(array)
-    except (ValueError, TypeError) as err:
-        raise ArboError(f"{name} must be a 2-D numeric matrix ({err}).") from None
-    if matrix.dtype.kind not in "fiu":
-        raise ArboError(f"{name} must be numeric; got dtype {matrix.dtype}.")
-    if matrix.ndim != 2 or matrix.shape[1] == 0:
-        raise ArboError(f"{name} must be a 2-D matrix (rows, dim) with dim > 0; "
-                        f"got shape {matrix.shape}.")
-    with np.errstate(over="ignore"):  # overflow becomes inf, reported below
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    finite = np.isfinite(matrix).all(axis=1)
-    if not finite.all():
-        raise ArboError(f"{name} row {int(np.argmin(finite))} has a NaN or infinite value "
-                        "(or one too large for float32).")
-    return matrix
-
-
-def _as_ids(ids: Optional[np.ndarray], n: int) -> np.ndarray:
-    if ids is None:
-        return np.arange(n, dtype=np.int64)
-    array = np.asarray(ids)
-    if array.dtype.kind not in "iu" or array.ndim != 1:
-        raise ArboError(f"ids must be a 1-D integer array; got dtype {array.dtype}, "
-                        f"shape {array.shape}.")
-    if len(array) != n:
-        raise ArboError(f"Got {len(array)} ids for {n} vectors.")
-    if len(array) and array.min() < 0:
-        raise ArboError(f"ids must be non-negative (-1 marks a missing result); "
-                        f"got {int(array.min())}.")
-    return np.ascontiguousarray(array, dtype=np.int64)
-
-
-def _check_meta(
-    meta: Any,
-    origin: str,
-    where: str,
-    expected_fingerprint: Optional[str],
-    expected_dim: Optional[int],
-) -> None:
-    """Check metadata fields, then that the index fits the pipeline's encoder."""
-    fields = {"format_version": int, "kind": str, "dim": int, "count": int, "metric": str,
-              "params": dict, "fingerprint": str, "sha256": str}
-    if not isinstance(meta, dict):
-        raise ArboError(f"{origin}: index metadata is not a mapping (corrupt metadata).")
-    for field, type_ in fields.items():
-        if not isinstance(meta.get(field), type_):
-            raise ArboError(f"{origin}: index metadata lacks a valid '{field}' "
-                            "(corrupt metadata).")
-    if meta["format_version"] != FORMAT_VERSION:
-        raise ArboError(f"{origin}: index format version {meta['format_version']} is not "
-                        f"supported (expected {FORMAT_VERSION}); rebuild the index.")
-    if meta["kind"] not in KINDS or meta["metric"] not in METRICS:
-        raise ArboError(f"{origin}: unknown index kind '{meta['kind']}' or metric "
-                        f"'{meta['metric']}' (corrupt metadata).")
-    if expected_fingerprint is not None and meta["fingerprint"] != expected_fingerprint:
-        raise ArboError(
-            f"The {where} was built by encoder {meta['fingerprint']!r} but the pipeline's "
-            f"encoder is {expected_fingerprint!r}; rebuild the index."
-        )
-    if expected_dim is not None and meta["dim"] != expected_dim:
-        raise ArboError(
-            f"The {where} holds {meta['dim']}-dimensional vectors but the pipeline's "
-            f"encoder makes {expected_dim}-dimensional ones; rebuild the index."
-        )

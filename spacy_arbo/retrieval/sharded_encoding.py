@@ -11,17 +11,15 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 from tqdm import tqdm
 
 from ..encoders.batching import length_order
-from ..encoders.templates import EntityInput
+from ..encoders.templates import EntityInput, entity_length
+from ..kb.store import BaseEntityStore, open_store
 from ..util import ArboError, PathLike
-
-if TYPE_CHECKING:
-    from ..pipeline.arbo_linker import ArboLinker
 
 # Texts per shard: small enough for an even load and a live progress bar, large enough
 # that the per-call overhead of Ray is noise.
@@ -36,15 +34,31 @@ def import_ray():
     return ray
 
 
-def load_linker(pipeline: PathLike, component: str, kb_dir: Optional[PathLike]) -> "ArboLinker":
+class Linker(Protocol):
+    """What sharded encoding uses of an `arbo_linker`: this layer knows the component
+    only by these names, and loads it by its factory name, never by importing it."""
+
+    name: str
+    cfg: Dict[str, Any]
+    settings: Any
+    retriever: Any
+
+    def set_kb(self, kb: BaseEntityStore) -> None: ...
+
+    def configure(self, **settings: Any) -> Any: ...
+
+    def index_fingerprint(self) -> str: ...
+
+    def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray: ...
+
+
+def load_linker(pipeline: PathLike, component: str, kb_dir: Optional[PathLike]) -> Linker:
     """The pipeline's linker, over the KB in `kb_dir` when one is given (as `index-kb` does)."""
     import spacy
 
-    from ..kb.store import open_store
-    from ..pipeline.arbo_linker import ArboLinker
-
-    linker = spacy.load(pipeline).get_pipe(component)
-    if not isinstance(linker, ArboLinker):
+    nlp = spacy.load(pipeline)
+    linker = nlp.get_pipe(component)
+    if nlp.get_pipe_meta(component).factory != "arbo_linker":
         raise ArboError(f"'{component}' in {pipeline} is not an arbo_linker.")
     if kb_dir is not None:
         linker.set_kb(open_store(kb_dir))
@@ -53,8 +67,6 @@ def load_linker(pipeline: PathLike, component: str, kb_dir: Optional[PathLike]) 
 
 def encoding_order(inputs: Sequence[EntityInput]) -> List[int]:
     """The rows of `inputs` in the order `ArboLinker.encode_entities` batches them."""
-    from ..pipeline.arbo_linker import entity_length
-
     return length_order(inputs, entity_length)
 
 
@@ -84,7 +96,7 @@ def shard_ranges(n: int, shard_size: int) -> List[Tuple[int, int]]:
 
 
 def encode_entities_on_ray(
-    linker: "ArboLinker",
+    linker: Linker,
     pipeline: PathLike,
     *,
     kb_dir: Optional[PathLike] = None,

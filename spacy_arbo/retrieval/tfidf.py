@@ -11,24 +11,21 @@ Two backends share the entity selection and the reported scores:
   to a few hundred dense dimensions, then re-scores the shortlist with the exact sparse
   cosine, so the reported scores are true TF-IDF cosines either way.
 """
-from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import faiss
 import numpy as np
 import scipy.sparse as sp
-import srsly
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
-from ..util import ArboError, PathLike, atomic_path
 from ..kb.store import BaseEntityStore
+from ..util import ArboError, PathLike
+from .tfidf_format import BACKENDS, FORMAT_VERSION, HNSW_FILE, INDEX_FILE, deserialize, read_index, serialize, write_index
 
-FORMAT_VERSION = 1
-INDEX_FILE = "tfidf.msgpack"
-HNSW_FILE = "hnsw.faiss"
-BACKENDS = ("exact", "ann")
+__all__ = ["HNSW_FILE", "INDEX_FILE", "AliasMatches", "TfidfAliasIndex"]
+
 REDUCTIONS = ("random", "svd")
 HNSW_NEIGHBOURS = 32
 # Wider than faiss's default 40: recall of the true best alias 0.94 -> 0.97 at 64 (CTD).
@@ -268,7 +265,7 @@ class TfidfAliasIndex:
         matches.alias_ids[r, rank[r, c]] = cand_ids[r, c]
         return matches, first.sum(axis=1)
 
-    # Serialization -------------------------------------------------------------
+    # Serialization: the format and its checks are in tfidf_format.py ---------------
 
     def _to_dict(self) -> Dict[str, Any]:
         return {
@@ -289,99 +286,20 @@ class TfidfAliasIndex:
             "projection": self.projection,
         }
 
-    @classmethod
-    def _from_dict(
-        cls,
-        data: Dict[str, Any],
-        origin: str,
-        hnsw: Optional[faiss.Index],
-        expected_fingerprint: Optional[str],
-    ) -> "TfidfAliasIndex":
-        if not isinstance(data, dict):
-            raise ArboError(f"{origin}: corrupt TF-IDF index (not a mapping).")
-        if data.get("format_version") != FORMAT_VERSION:
-            raise ArboError(
-                f"{origin}: TF-IDF index format {data.get('format_version')} is not supported "
-                f"(expected {FORMAT_VERSION}); rebuild it."
-            )
-        try:
-            settings = data["settings"]
-            vocabulary = data["vocabulary"]
-            vectorizer = TfidfVectorizer(
-                analyzer=settings["analyzer"],
-                ngram_range=tuple(settings["ngram_range"]),
-                lowercase=settings["lowercase"],
-                sublinear_tf=settings["sublinear_tf"],
-                dtype=np.float32,
-                vocabulary=vocabulary,
-            )
-            vectorizer.idf_ = np.asarray(data["idf"])
-            matrix = data["alias_matrix"]
-            alias_matrix = sp.csr_matrix(
-                (np.asarray(matrix["data"]), np.asarray(matrix["indices"]),
-                 np.asarray(matrix["indptr"])),
-                shape=tuple(matrix["shape"]),
-            )
-            alias_matrix.check_format(full_check=True)
-            alias_texts = list(data["alias_texts"])
-            alias_rows = np.asarray(data["alias_rows"], dtype=np.int64)
-            n_entities = int(data["n_entities"])
-            projection = data["projection"]
-            consistent = (
-                alias_matrix.shape == (len(alias_texts), len(vocabulary))
-                and alias_rows.shape == (len(alias_texts),)
-                and np.all((alias_rows >= 0) & (alias_rows < n_entities))
-                and (settings["backend"] == "ann") == (hnsw is not None)
-                and (hnsw is None or (
-                    projection.shape == (hnsw.d, len(vocabulary)) and hnsw.ntotal == len(alias_texts)
-                ))
-            )
-            if not consistent:
-                raise ValueError("array shapes disagree")
-            index = cls(vectorizer, alias_matrix, alias_rows, alias_texts, n_entities,
-                        data["fingerprint"], settings, projection, hnsw)
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise ArboError(f"{origin}: corrupt TF-IDF index ({err!r}).") from None
-        if expected_fingerprint is not None and index.fingerprint != expected_fingerprint:
-            raise ArboError(
-                f"{origin}: TF-IDF index was built for a different KB (fingerprint "
-                f"{index.fingerprint[:12]}, expected {expected_fingerprint[:12]}); rebuild it."
-            )
-        return index
-
     def to_bytes(self) -> bytes:
-        hnsw = None if self.hnsw is None else faiss.serialize_index(self.hnsw).tobytes()
-        return srsly.msgpack_dumps({**self._to_dict(), "hnsw": hnsw})
+        return serialize(self._to_dict(), self.hnsw)
 
     @classmethod
     def from_bytes(cls, data: bytes, expected_fingerprint: Optional[str] = None) -> "TfidfAliasIndex":
-        origin = "TF-IDF index bytes"
-        try:
-            content = srsly.msgpack_loads(data)
-            hnsw = content.get("hnsw")
-            if hnsw is not None:
-                hnsw = faiss.deserialize_index(np.frombuffer(hnsw, dtype=np.uint8))
-        except Exception as err:  # msgpack and faiss raise several unrelated types
-            raise ArboError(f"{origin}: cannot read TF-IDF index ({err!r}).") from None
-        return cls._from_dict(content, origin, hnsw, expected_fingerprint)
+        return cls(**deserialize(data, expected_fingerprint))
 
     def to_disk(self, path: PathLike) -> None:
         """Write a directory: the arrays as msgpack, plus the HNSW graph for "ann"."""
-        with atomic_path(path) as tmp:
-            tmp.mkdir()
-            srsly.write_msgpack(tmp / INDEX_FILE, self._to_dict())
-            if self.hnsw is not None:
-                faiss.write_index(self.hnsw, str(tmp / HNSW_FILE))
+        write_index(self._to_dict(), self.hnsw, path)
 
     @classmethod
     def from_disk(cls, path: PathLike, expected_fingerprint: Optional[str] = None) -> "TfidfAliasIndex":
-        path = Path(path)
-        index_file = path / INDEX_FILE
-        content = _read(index_file, srsly.read_msgpack)
-        hnsw = None
-        if isinstance(content, dict) and content.get("settings", {}).get("backend") == "ann":
-            hnsw = _read(path / HNSW_FILE, lambda file: faiss.read_index(str(file)))
-        return cls._from_dict(content, str(index_file), hnsw, expected_fingerprint)
+        return cls(**read_index(path, expected_fingerprint))
 
 
 def _padding(n: int, k: int) -> AliasMatches:
@@ -424,11 +342,3 @@ def _build_hnsw(
 def _project(vectors: sp.csr_matrix, projection: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(normalize(vectors @ projection.T), dtype=np.float32)
 
-
-def _read(file: Path, reader: Any) -> Any:
-    if not file.exists():
-        raise ArboError(f"No TF-IDF index file at '{file}'; build the index first.")
-    try:
-        return reader(file)
-    except Exception as err:  # msgpack and faiss raise several unrelated types
-        raise ArboError(f"{file}: cannot read TF-IDF index ({err!r}).") from None

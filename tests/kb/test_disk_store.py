@@ -232,3 +232,11 @@ def test_reads_from_threads_and_forked_children(stores):
     os.waitpid(pid, 0)
     with os.fdopen(reader) as result:
         assert result.read() == "1"
+
+
+@pytest.mark.parametrize("file,content", [(IDS_FILE, b""), (META_FILE, b"\xc5\x93 not utf-8"), (META_FILE, b"[1, 2]")])
+def test_empty_or_undecodable_files_are_named(stores, file, content):
+    path = stores[1].path
+    (path / file).write_bytes(content)
+    with pytest.raises(ArboError, match=f"{path / file}: "):
+        open_store(path)

@@ -1,7 +1,8 @@
 import pytest
+import srsly
 
 from spacy_arbo.kb.entities import Entity
-from spacy_arbo.kb.store import STORE_FILE, EntityStore, create_kb_loader
+from spacy_arbo.kb.store import META_FILE, STORE_FILE, EntityStore, Summary, create_kb_loader, open_store
 from spacy_arbo.util import ArboError
 
 
@@ -65,3 +66,43 @@ def test_missing_and_corrupt_store(tmp_path):
     (tmp_path / STORE_FILE).write_bytes(b"\xc1garbage")
     with pytest.raises(ArboError, match="cannot read entity store"):
         EntityStore.from_disk(tmp_path)
+
+
+def test_a_store_file_that_parses_into_other_entities_is_named(tmp_path):
+    make_store().to_disk(tmp_path / "kb")
+    data = srsly.read_msgpack(tmp_path / "kb" / STORE_FILE)
+    data["names"][1] = "Coughs"  # a damaged byte inside a name still parses
+    srsly.write_msgpack(tmp_path / "kb" / STORE_FILE, data)
+    with pytest.raises(ArboError, match=f"{STORE_FILE}: its entities do not match the fingerprint in .*{META_FILE}"):
+        EntityStore.from_disk(tmp_path / "kb")
+
+
+@pytest.mark.parametrize("content", [b"\xc5\x93 not utf-8", b"[1, 2]", b'{"fingerprint": 3}', b""])
+def test_a_damaged_meta_file_is_named(tmp_path, content):
+    make_store().to_disk(tmp_path / "kb")
+    (tmp_path / "kb" / META_FILE).write_bytes(content)
+    with pytest.raises(ArboError, match=f"kb/{META_FILE}: "):
+        open_store(tmp_path / "kb")
+
+
+def test_a_store_without_meta_file_loads(tmp_path):
+    make_store().to_disk(tmp_path / "kb")
+    (tmp_path / "kb" / META_FILE).unlink()
+    assert EntityStore.from_disk(tmp_path / "kb").ids == ["MESH:D1", "MESH:D2"]
+
+
+def test_fingerprint_and_stats_follow_added_entities():
+    store = make_store()
+    before = store.fingerprint(), store.stats()
+    store.add(Entity("MESH:D3", "Pain"))
+    assert store.fingerprint() != before[0] and store.stats()["entities"] == before[1]["entities"] + 1
+    assert store.fingerprint() == Summary.of(store).fingerprint()
+    store.stats()["entities"] = 0  # a copy: the store's own counts are kept
+    assert store.stats()["entities"] == 3
+
+
+def test_truncated_bytes_are_one_arbo_error():
+    data = make_store().to_bytes()
+    assert EntityStore.from_bytes(data).ids == ["MESH:D1", "MESH:D2"]
+    with pytest.raises(ArboError, match="serialized entity store: cannot read it"):
+        EntityStore.from_bytes(data[: len(data) // 2])

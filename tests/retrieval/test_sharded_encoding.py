@@ -8,7 +8,7 @@ import spacy
 from spacy_arbo.cli import main
 from spacy_arbo.retrieval.faiss_index import FaissIndex
 from spacy_arbo.retrieval.retriever import PREBUILT_INDEX_DIR
-from spacy_arbo.retrieval.sharded_encoding import encode_entities_on_ray, shard_ranges
+from spacy_arbo.retrieval.sharded_encoding import encode_entities_on_ray, load_linker, shard_ranges
 from spacy_arbo.util import ArboError
 
 from ..util import make_nlp
@@ -85,3 +85,12 @@ def test_without_ray_the_error_says_what_to_install(monkeypatch, tmp_path, toy_k
         encode_entities_on_ray(linker, tmp_path, workers=2)
     with pytest.raises(ArboError, match="workers >= 1"):
         encode_entities_on_ray(linker, tmp_path, workers=0)
+
+
+def test_load_linker_takes_only_an_arbo_linker(tmp_path, toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.add_pipe("sentencizer")
+    nlp.to_disk(tmp_path / "pipeline")
+    assert load_linker(tmp_path / "pipeline", "arbo_linker", None).kb.ids == nlp.get_pipe("arbo_linker").kb.ids
+    with pytest.raises(ArboError, match="'sentencizer' in .* is not an arbo_linker"):
+        load_linker(tmp_path / "pipeline", "sentencizer", None)

@@ -8,6 +8,7 @@ import srsly
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.retrieval.tfidf import HNSW_FILE, INDEX_FILE, TfidfAliasIndex
+from spacy_arbo.retrieval.tfidf_format import CHECKSUM_FILE
 from spacy_arbo.util import ArboError
 
 
@@ -213,3 +214,32 @@ def test_real_ncbi_disease_recall(data_dir):
     assert recalls["exact"][1] == pytest.approx(0.894, abs=0.01)
     assert recalls["ann"][0] == pytest.approx(0.719, abs=0.015)
     assert recalls["ann"][1] > 0.84
+
+
+def test_a_changed_byte_is_caught_by_the_checksum(tmp_path, toy_index):
+    toy_index.to_disk(tmp_path / "tfidf")
+    index_file = tmp_path / "tfidf" / INDEX_FILE
+    data = index_file.read_bytes()
+    assert data.count(b"Breast Tumors") == 1
+    index_file.write_bytes(data.replace(b"Breast Tumors", b"Breast Tumorz"))  # still parses, into another alias
+    with pytest.raises(ArboError, match=f"{INDEX_FILE}: contents do not match {CHECKSUM_FILE}"):
+        TfidfAliasIndex.from_disk(tmp_path / "tfidf")
+    (tmp_path / "tfidf" / CHECKSUM_FILE).write_text("[1, 2]")
+    with pytest.raises(ArboError, match=f"{CHECKSUM_FILE}: expected an object"):
+        TfidfAliasIndex.from_disk(tmp_path / "tfidf")
+
+
+def test_indexes_saved_before_checksums_load_and_have_their_settings_checked(tmp_path, toy_kb, toy_index):
+    toy_index.to_disk(tmp_path / "tfidf")
+    (tmp_path / "tfidf" / CHECKSUM_FILE).unlink()
+    loaded = TfidfAliasIndex.from_disk(tmp_path / "tfidf", expected_fingerprint=toy_kb.fingerprint())
+    for got, want in zip(loaded.match(["breast tumor", "DM"], 3), toy_index.match(["breast tumor", "DM"], 3)):
+        assert np.array_equal(got, want)
+    data = srsly.read_msgpack(tmp_path / "tfidf" / INDEX_FILE)
+    for broken in ({"shortlist": None}, {"analyzer": "char_wX"}, {"backend": "ann"}, {"ngram_range": [3]}):
+        srsly.write_msgpack(tmp_path / "tfidf" / INDEX_FILE, {**data, "settings": {**data["settings"], **broken}})
+        with pytest.raises(ArboError, match=f"{INDEX_FILE}: corrupt TF-IDF index|No TF-IDF index file"):
+            TfidfAliasIndex.from_disk(tmp_path / "tfidf")
+    srsly.write_msgpack(tmp_path / "tfidf" / INDEX_FILE, {**data, "settings": "exact"})
+    with pytest.raises(ArboError, match=f"{INDEX_FILE}: corrupt TF-IDF index"):
+        TfidfAliasIndex.from_disk(tmp_path / "tfidf")

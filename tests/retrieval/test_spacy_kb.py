@@ -5,7 +5,8 @@ import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from spacy_arbo.kb.spacy_kb import ArboKnowledgeBase
+from spacy_arbo.pipeline.spacy_kb_export import spacy_kb_from_linker
+from spacy_arbo.retrieval.spacy_kb import ArboKnowledgeBase
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
@@ -15,7 +16,7 @@ from ..util import make_nlp
 @pytest.fixture
 def arbo_kb(toy_kb_dir):
     linker = make_nlp(toy_kb_dir).get_pipe("arbo_linker")
-    return ArboKnowledgeBase.from_linker(linker, top_k=4)
+    return spacy_kb_from_linker(linker, top_k=4)
 
 
 def spacy_linker(kb_dir):
@@ -85,3 +86,19 @@ def test_round_trip_and_bad_files(tmp_path, arbo_kb):
         ArboKnowledgeBase(nlp.vocab, 16).from_disk(tmp_path)
     with pytest.raises(ArboError, match="corrupt or truncated"):
         ArboKnowledgeBase(nlp.vocab, 16).from_bytes(arbo_kb.to_bytes()[:-40])
+
+
+@pytest.mark.parametrize("file,content,message", [
+    ("cfg.json", b"\xc5\x93 not utf-8", "cfg.json: not valid JSON"),
+    ("cfg.json", b'{"top_k": "3", "width": 16}', "cfg.json: expected an object with positive integers"),
+    ("vectors.npy", b"", "vectors.npy: cannot read the entity vectors"),
+    ("vectors.npy", None, r"vectors.npy: expected 6 vectors of width 16, one per entity; found a float64 array of shape \(6,\)"),
+])
+def test_damaged_files_are_named(tmp_path, arbo_kb, file, content, message):
+    arbo_kb.to_disk(tmp_path / "kb")
+    if content is None:
+        np.save(tmp_path / "kb" / file, np.zeros(6))
+    else:
+        (tmp_path / "kb" / file).write_bytes(content)
+    with pytest.raises(ArboError, match=message):
+        ArboKnowledgeBase(spacy.blank("en").vocab, 16).from_disk(tmp_path / "kb")

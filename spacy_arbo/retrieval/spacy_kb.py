@@ -4,7 +4,8 @@ link against it.
 spaCy's linker asks its KB for candidates per mention and compares a context vector with
 each candidate's entity vector. Here candidates come from the TF-IDF alias index (prior =
 the cosine of the entity's best alias, as scispacy scores it) and entity vectors from any
-(n_entities, width) array, usually the entity vectors of a trained `arbo_linker`.
+(n_entities, width) array, usually the entity vectors of a trained `arbo_linker`
+(`spacy_arbo.pipeline.spacy_kb_export.spacy_kb_from_linker`).
 """
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Sequence
@@ -16,9 +17,9 @@ from spacy.tokens import Span
 from spacy.util import SimpleFrozenList, registry
 from spacy.vocab import Vocab
 
-from ..retrieval.tfidf import TfidfAliasIndex
-from ..util import ArboError, PathLike, atomic_path
-from .store import BaseEntityStore, EntityStore, open_store
+from ..kb.store import BaseEntityStore, EntityStore, open_store
+from ..util import ArboError, PathLike, atomic_path, read_json
+from .tfidf import TfidfAliasIndex
 
 CFG_FILE = "cfg.json"
 VECTORS_FILE = "vectors.npy"
@@ -44,20 +45,6 @@ class ArboKnowledgeBase(KnowledgeBase):
                 f"ArboKnowledgeBase: expected one vector of width {self.entity_vector_length} per entity "
                 f"({len(store)}), got an array of shape {vectors.shape}.")
         self._hold(store, vectors, TfidfAliasIndex.build(store))
-
-    @classmethod
-    def from_linker(cls, linker, top_k: int = 10) -> "ArboKnowledgeBase":
-        """The KB of a dense `arbo_linker`, with the entity vectors of its current weights."""
-        if not linker.settings.uses_dense:
-            raise ArboError(f"'{linker.name}' has no entity vectors (candidate_source = 'tfidf'): "
-                            "use a dense or hybrid arbo_linker, or ArboKnowledgeBase.set_entities.")
-        linker.ensure_fresh()
-        vectors = linker.retriever.entity_vectors
-        if vectors is None:  # a loaded index keeps no per-entity copy of its vectors
-            vectors = linker.encode_entities(linker.retriever.entity_inputs())
-        kb = cls(linker.vocab, vectors.shape[1], top_k=top_k)
-        kb.set_entities(linker.kb, vectors)
-        return kb
 
     def __len__(self) -> int:
         return 0 if self.store is None else len(self.store)
@@ -130,10 +117,14 @@ class ArboKnowledgeBase(KnowledgeBase):
         path = Path(path)
         cfg = read_cfg(path)
         store = open_store(path / "entities")
+        vectors_file = path / VECTORS_FILE
         try:
-            vectors = np.load(path / VECTORS_FILE)
-        except (OSError, ValueError) as err:
-            raise ArboError(f"{path / VECTORS_FILE}: cannot read the entity vectors ({err}).") from None
+            vectors = np.load(vectors_file, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as err:  # an empty file is an EOFError
+            raise ArboError(f"{vectors_file}: cannot read the entity vectors ({err}).") from None
+        if vectors.shape != (len(store), cfg["width"]) or vectors.dtype.kind != "f":
+            raise ArboError(f"{vectors_file}: expected {len(store)} vectors of width {cfg['width']}, one per entity; "
+                            f"found a {vectors.dtype} array of shape {vectors.shape}.")
         self._load(cfg, store, vectors,
                    TfidfAliasIndex.from_disk(path / "tfidf", store.fingerprint()))
         return self
@@ -166,7 +157,10 @@ def read_cfg(path: Path) -> dict:
     cfg_file = path / CFG_FILE
     if not cfg_file.exists():
         raise ArboError(f"{path}: not an ArboKnowledgeBase directory (no {CFG_FILE}).")
-    return srsly.read_json(cfg_file)
+    cfg = read_json(cfg_file)
+    if not isinstance(cfg, dict) or not all(type(cfg.get(key)) is int and cfg[key] > 0 for key in ("top_k", "width")):
+        raise ArboError(f"{cfg_file}: expected an object with positive integers 'top_k' and 'width' (corrupt file).")
+    return cfg
 
 
 @registry.misc("spacy_arbo.EmptyArboKB.v1")
