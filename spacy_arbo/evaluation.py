@@ -69,11 +69,22 @@ def evaluate_linking(
     nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64,
     skip_nil_gold: bool = False,
 ) -> Dict[str, Any]:
-    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them; with
-    `skip_nil_gold`, mentions whose ids the KB lacks are left out (BioSyn removes them)."""
+    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them
+    (`linking_metrics`), with the time it took."""
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold_docs, batch_size)
     elapsed = time.perf_counter() - start
+    metrics = linking_metrics(predicted, gold_docs, seen_ids, skip_nil_gold)
+    metrics["seconds"] = elapsed
+    metrics["mentions_per_second"] = metrics["n_mentions"] / elapsed if elapsed > 0 else None
+    return metrics
+
+
+def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids: Optional[Set[str]] = None,
+                    skip_nil_gold: bool = False) -> Dict[str, Any]:
+    """Recall@k, accuracies (overall, and on seen / unseen entities with `seen_ids`), link and
+    NIL P/R/F; with `skip_nil_gold`, mentions whose ids the KB lacks are left out (BioSyn
+    removes them)."""
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     if skip_nil_gold:
         outcomes = [o for o in outcomes if not o.gold_is_nil]
@@ -97,8 +108,6 @@ def evaluate_linking(
         metrics["ari"] = adjusted_rand_index(*zip(*clustered))
     metrics["n_mentions"] = len(outcomes)
     metrics["n_nil_gold"] = sum(o.gold_is_nil for o in outcomes)
-    metrics["seconds"] = elapsed
-    metrics["mentions_per_second"] = len(outcomes) / elapsed if elapsed > 0 else None
     return metrics
 
 
