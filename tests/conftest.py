@@ -12,6 +12,20 @@ def shared_data_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked `gpu` skip, with the reason printed by `-rs`, where torch sees no CUDA
+    device: CI is CPU-only and never fails for lack of a GPU."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="no CUDA device visible (torch.cuda.is_available() is False)")
+        for item in gpu_tests:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = shared_data_dir()

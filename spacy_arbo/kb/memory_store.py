@@ -179,7 +179,9 @@ class EntityStore(BaseEntityStore):
         self._row: Dict[str, int] = {}
         self._alt: Dict[str, str] = {}
         self._ids: Optional[List[str]] = None
-        self._summary: Optional[Summary] = None
+        # (counts, fingerprint), kept until the next `add`: the retriever checks its indexes
+        # against the fingerprint. Plain values, so the store pickles.
+        self._summary: Optional[Tuple[Dict[str, int], str]] = None
         for entity in entities:
             self.add(entity)
 
@@ -221,17 +223,17 @@ class EntityStore(BaseEntityStore):
     def _alt_owner(self, alt_id: str) -> Optional[str]:
         return self._alt.get(alt_id)
 
-    def _summarized(self) -> Summary:
-        # Kept until the next `add`: the retriever checks its indexes against the fingerprint.
+    def _summarized(self) -> Tuple[Dict[str, int], str]:
         if self._summary is None:
-            self._summary = Summary.of(self)
+            summary = Summary.of(self)
+            self._summary = (summary.counts, summary.fingerprint())
         return self._summary
 
     def stats(self) -> Dict[str, int]:
-        return dict(self._summarized().counts)
+        return dict(self._summarized()[0])
 
     def fingerprint(self) -> str:
-        return self._summarized().fingerprint()
+        return self._summarized()[1]
 
     # Serialization -------------------------------------------------------------
 
@@ -268,9 +270,8 @@ class EntityStore(BaseEntityStore):
         with atomic_path(path) as tmp:
             tmp.mkdir()
             srsly.write_msgpack(tmp / STORE_FILE, self.to_dict())
-            summary = self._summarized()
-            srsly.write_json(tmp / META_FILE, {"source": self.source, **summary.counts,
-                                               "fingerprint": summary.fingerprint()})
+            counts, fingerprint = self._summarized()
+            srsly.write_json(tmp / META_FILE, {"source": self.source, **counts, "fingerprint": fingerprint})
 
     @classmethod
     def from_disk(cls, path: PathLike) -> "EntityStore":

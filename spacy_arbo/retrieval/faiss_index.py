@@ -34,6 +34,7 @@ except ImportError:  # faiss is an extra: faiss-cpu or faiss-gpu provide the mod
     ) from None
 
 from ..util import ArboError, PathLike
+from . import torch_search
 from .faiss_checks import as_ids, as_matrix, check_positive, faiss_metric
 from .faiss_format import INDEX_FILE, KINDS, META_FILE, Description, index_from_blob, index_meta, read_index, write_index
 from .faiss_recall import ExactTopK, recall_queries, tune
@@ -131,7 +132,8 @@ class FaissIndex:
         every list has enough training points; pq_m (sub-quantizers) to about dim / 8.
         nprobe / ef_search None: the smallest value reaching `recall_target` of the exact
         top `recall_k` for sampled indexed vectors (measured while the chunks are added).
-        use_gpu: None moves the index to a GPU when faiss has one (never HNSW).
+        use_gpu: None moves the index to a GPU when faiss has one (never HNSW), and a flat
+        index to torch's exact search when only torch has one (torch_search.py).
         seed fixes IVF and PQ training, so rebuilding gives the same index; HNSW
         graphs are built in parallel and may differ slightly between builds.
         """
@@ -325,6 +327,8 @@ class FaissIndex:
 
     def _cpu_index(self) -> "faiss.Index":
         # GPU indexes cannot be serialized directly.
+        if isinstance(self._index, torch_search.TorchFlatSearch):
+            return self._index.to_faiss()
         return faiss.index_gpu_to_cpu(self._index) if self.on_gpu else self._index
 
     def _description(self) -> Description:
@@ -343,18 +347,22 @@ def _gpu_resources() -> "faiss.StandardGpuResources":
 
 
 def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["faiss.Index", bool]:
-    """Move a CPU index to GPU 0 when asked (or, with use_gpu=None, when possible)."""
+    """Move a CPU index to GPU 0 when asked (or, with use_gpu=None, when possible): FAISS's GPU
+    index where faiss has GPU support, else, for a flat index, torch's exact search on CUDA."""
+    on_torch = kind == "flat" and not gpu_available() and torch_search.torch_device() is not None
     if use_gpu is None:
-        use_gpu, explicit = gpu_available(), False
-    elif use_gpu and not gpu_available():
+        use_gpu, explicit = gpu_available() or on_torch, False
+    elif use_gpu and not (gpu_available() or on_torch):
         raise ArboError(
             "use_gpu=True but faiss sees no GPU: install faiss-gpu (instead of faiss-cpu) "
-            "and check that a CUDA device is visible."
+            "and check that a CUDA device is visible (a flat index also runs on torch's CUDA)."
         )
     else:
         explicit = True
     if not use_gpu:
         return index, False
+    if on_torch:
+        return torch_search.TorchFlatSearch.from_faiss(index, torch_search.torch_device()), True
     if kind == "hnsw":
         if explicit:
             warnings.warn("FAISS has no GPU version of HNSW; the hnsw index stays on CPU.")
