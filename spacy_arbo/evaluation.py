@@ -33,10 +33,11 @@ def link_gold_mentions(
 ) -> List[Doc]:
     """The gold mentions of `gold_docs`, without their ids, through every component except
     `exclude` and those that would replace the mentions (NER, entity rulers), so linking is
-    measured apart from recognition."""
-    names = [name for name in nlp.pipe_names
-             if name not in exclude and "doc.ents" not in nlp.get_pipe_meta(name).assigns]
-    return list(run_components(nlp, names, [strip_links(doc) for doc in gold_docs], batch_size))
+    measured apart from recognition. Excluded components are disabled meanwhile, so that no
+    component counts on them (a linker on a link memory after it)."""
+    with nlp.select_pipes(disable=[name for name in exclude if name in nlp.pipe_names]):
+        names = [name for name in nlp.pipe_names if "doc.ents" not in nlp.get_pipe_meta(name).assigns]
+        return list(run_components(nlp, names, [strip_links(doc) for doc in gold_docs], batch_size))
 
 
 # Metric name suffix of each credit rule (`scoring.CREDIT_RULES`); any-id is the plain name.

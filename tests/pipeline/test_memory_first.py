@@ -41,3 +41,17 @@ def test_without_a_memory_after_it_every_mention_is_encoded(toy_kb_dir):
         encode(mentions, progress)
     nlp(unlinked(nlp, [make_doc(nlp, TEXT, MENTIONS)])[0])
     assert "SUGAR SICKNESS" in encoded
+
+
+def test_tuning_the_memory_scores_the_pipeline_without_it_as_without_it(toy_kb_dir):
+    from spacy_arbo.tuning import tune_link_memory
+
+    from .test_link_memory import train_docs as memory_docs
+    dev = [make_doc(make_nlp(toy_kb_dir), TEXT, [(text, DIABETES if text == "SUGAR SICKNESS" else "MESH:D005334")
+                                                 for text, _ in MENTIONS])]
+    bare = make_nlp(toy_kb_dir)
+    memory = bare.add_pipe("link_memory")
+    memory.add(memory_docs(bare))
+    with_memory_in_pipeline = tune_link_memory(bare, memory, dev)[0]
+    bare.remove_pipe("link_memory")
+    assert tune_link_memory(bare, memory, dev)[0] == with_memory_in_pipeline
