@@ -33,10 +33,11 @@ def link_gold_mentions(
 ) -> List[Doc]:
     """The gold mentions of `gold_docs`, without their ids, through every component except
     `exclude` and those that would replace the mentions (NER, entity rulers), so linking is
-    measured apart from recognition."""
-    names = [name for name in nlp.pipe_names
-             if name not in exclude and "doc.ents" not in nlp.get_pipe_meta(name).assigns]
-    return list(run_components(nlp, names, [strip_links(doc) for doc in gold_docs], batch_size))
+    measured apart from recognition. Excluded components are disabled meanwhile, so that no
+    component counts on them (a linker on a link memory after it)."""
+    with nlp.select_pipes(disable=[name for name in exclude if name in nlp.pipe_names]):
+        names = [name for name in nlp.pipe_names if "doc.ents" not in nlp.get_pipe_meta(name).assigns]
+        return list(run_components(nlp, names, [strip_links(doc) for doc in gold_docs], batch_size))
 
 
 # Metric name suffix of each credit rule (`scoring.CREDIT_RULES`); any-id is the plain name.
@@ -69,11 +70,22 @@ def evaluate_linking(
     nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64,
     skip_nil_gold: bool = False,
 ) -> Dict[str, Any]:
-    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them; with
-    `skip_nil_gold`, mentions whose ids the KB lacks are left out (BioSyn removes them)."""
+    """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them
+    (`linking_metrics`), with the time it took."""
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold_docs, batch_size)
     elapsed = time.perf_counter() - start
+    metrics = linking_metrics(predicted, gold_docs, seen_ids, skip_nil_gold)
+    metrics["seconds"] = elapsed
+    metrics["mentions_per_second"] = metrics["n_mentions"] / elapsed if elapsed > 0 else None
+    return metrics
+
+
+def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids: Optional[Set[str]] = None,
+                    skip_nil_gold: bool = False) -> Dict[str, Any]:
+    """Recall@k, accuracies (overall, and on seen / unseen entities with `seen_ids`), link and
+    NIL P/R/F; with `skip_nil_gold`, mentions whose ids the KB lacks are left out (BioSyn
+    removes them)."""
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     if skip_nil_gold:
         outcomes = [o for o in outcomes if not o.gold_is_nil]
@@ -97,8 +109,6 @@ def evaluate_linking(
         metrics["ari"] = adjusted_rand_index(*zip(*clustered))
     metrics["n_mentions"] = len(outcomes)
     metrics["n_nil_gold"] = sum(o.gold_is_nil for o in outcomes)
-    metrics["seconds"] = elapsed
-    metrics["mentions_per_second"] = len(outcomes) / elapsed if elapsed > 0 else None
     return metrics
 
 

@@ -37,7 +37,8 @@ from .configured_pipe import ConfiguredPipe
 from .encoding import LinkerEncoder
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
+from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
+from .link_memory import memories_after
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
 from .mention_inputs import MentionReader
 from .retriever_training import RetrieverTraining
@@ -127,7 +128,7 @@ class ArboLinker(ConfiguredPipe):
     def _entity_triplets(self, entity: Entity) -> List[Triplet]:
         return self.read_mentions.entity_triplets(entity, self._require_kb())
 
-    def _require_kb(self) -> BaseEntityStore:
+    def _require_kb(self) -> BaseEntityStore:  # what ConfiguredPipe checks after initialize
         return self.require_retriever().kb
 
     def require_retriever(self) -> EntityRetriever:
@@ -138,8 +139,7 @@ class ArboLinker(ConfiguredPipe):
         return self.retriever
 
     def index_fingerprint(self) -> str:
-        """What the entity vectors depend on (entity-side weights, KB, entity texts): equal
-        for two linkers that encode the same vectors."""
+        """What the entity vectors depend on: entity-side weights, KB and entity texts."""
         return self.require_retriever().fingerprint(self.encoder.fingerprint(entities_only=True))
 
     def index_is_current(self) -> bool:
@@ -149,8 +149,7 @@ class ArboLinker(ConfiguredPipe):
             self.encoder.fingerprint(entities_only=True)))
 
     def refresh_index(self, progress: bool = True, vectors: Optional[np.ndarray] = None) -> None:
-        """Re-encode every entity and rebuild the index; or index `vectors` of
-        `retriever.entity_texts()` encoded elsewhere (`encode_entities_on_ray`)."""
+        """Re-encode every entity, or index `vectors` of `retriever.entity_texts()` encoded elsewhere."""
         self.require_retriever().refresh(lambda inputs: self.encoder.encode_entities(inputs, progress),
                                           self.encoder.fingerprint(entities_only=True), vectors=vectors)
 
@@ -235,8 +234,10 @@ class ArboLinker(ConfiguredPipe):
         settings = self.settings
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
-        links: List[Link] = [Link([], NIL) for _ in located]
-        linkable = [i for i, (_, span) in enumerate(located) if not WORDLESS.match(span.text)]
+        memories = memories_after(self.nlp, self) if settings.linking == "independent" and settings.memory_first else []
+        remembered = remembered_links([span for _, span in located], memories)
+        links = [known or Link([], NIL) for known in remembered]
+        linkable = [i for i, (_, span) in enumerate(located) if remembered[i] is None and not WORDLESS.match(span.text)]
         if linkable:
             spans = [located[i][1] for i in linkable]
             mentions = self.read_mentions(spans)

@@ -80,13 +80,13 @@ class LinkerEncoder:
         return self.module().dim
 
     def encode_mentions(self, mentions: Sequence[MentionInput], progress: bool = False) -> np.ndarray:
-        kept = self._mention_vectors
-        unseen = list(mentions) if kept is None else [m for m in dict.fromkeys(mentions) if m not in kept]
+        """One vector per mention; a mention read twice (same text, context and long form) in
+        one call, or inside `reusing_mention_vectors` in any call, is encoded once."""
+        kept = {} if self._mention_vectors is None else self._mention_vectors
+        unseen = [m for m in dict.fromkeys(mentions) if m not in kept]
         vectors = encode_by_length(
             unseen, lambda batch: self.model.ops.to_numpy(self.model.predict((batch, []))[0]), mention_length,
             self.dim, self._settings().batch_size, progress=progress, desc=f"{self.name}: encoding mentions")
-        if kept is None:
-            return vectors
         kept.update(zip(unseen, vectors))
         return np.stack([kept[m] for m in mentions]) if mentions else vectors
 

@@ -14,6 +14,7 @@ from ..kb.store import BaseEntityStore
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
 from ..training.mentions import TrainingMentions
+from .link_memory import LinkMemory, remembered_candidates
 from .links import best_above, kb_ents, write_link
 
 for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
@@ -33,6 +34,16 @@ class Link:
     path: Optional[List[Any]] = None
     # A split composite mention: (part text, its kb_id, its ranked candidates) per part.
     parts: Optional[List[Tuple[str, str, Candidates]]] = None
+
+
+def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory]) -> List[Optional[Link]]:
+    """The links that `memories` (components after the linker) will write over each span, the
+    last one's winning; None where none remembers the span."""
+    links: List[Optional[Link]] = []
+    for span in spans:
+        found = next((f for memory in reversed(memories) if (f := memory.lookup(span)) is not None), None)
+        links.append(None if found is None else Link(remembered_candidates(*found), found[0]))
+    return links
 
 
 def nearest_links(ranked: Sequence[Candidates], threshold: Optional[float]) -> List[Link]:

@@ -136,14 +136,19 @@ class LinkMemory(Pipe):
         added.counts = self.counts
         return added
 
+    def lookup(self, span: Span) -> Optional[Tuple[str, float]]:
+        """The id the memory links `span` to and its share; None when its text is not
+        remembered well enough."""
+        return self.links.get(self._lookup_key(memory_key(span.text)))
+
     def link(self, span: Span) -> bool:
         """Link `span` from memory; False when its text is not remembered well enough."""
-        found = self.links.get(self._lookup_key(memory_key(span.text)))
+        found = self.lookup(span)
         if found is None:
             return False
         kb_id, share = found
         write_kb_id(span, kb_id)
-        span._.kb_ents = [] if kb_id == NIL else [(part, share) for part in split_ids(kb_id)]
+        span._.kb_ents = remembered_candidates(kb_id, share)
         return True
 
     def _payload(self) -> Dict[str, Dict[str, int]]:
@@ -177,6 +182,20 @@ class LinkMemory(Pipe):
             raise ArboError(f"{file} is missing: the pipeline's {self.name} was not saved whole.")
         self._load_payload(read_json(file), str(file))
         return self
+
+
+def remembered_candidates(kb_id: str, share: float) -> List[Tuple[str, float]]:
+    """What the memory offers as candidates: each part of its id, scored by the id's share."""
+    return [] if kb_id == NIL else [(part, share) for part in split_ids(kb_id)]
+
+
+def memories_after(nlp: Optional[Language], component: object) -> List[LinkMemory]:
+    """The enabled link memories that run after `component` in `nlp`: their links replace
+    whatever `component` decides for the mentions they remember."""
+    names = [proc for _, proc in nlp.pipeline] if nlp is not None else []
+    if component not in names:
+        return []
+    return [proc for proc in names[names.index(component) + 1:] if isinstance(proc, LinkMemory)]
 
 
 def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:

@@ -59,6 +59,7 @@ class LinkerSettings(RetrievalSettings):
     min_similarity: Optional[float] = None
     clustering_scope: str = "batch"
     transductive: bool = False
+    memory_first: bool = True
     refresh_every: int = 200
     alias_pairs_per_batch: int = 0
     precision: str = "auto"

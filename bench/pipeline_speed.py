@@ -1,0 +1,121 @@
+"""Mentions per second and accuracy of trained pipelines on one corpus, side by side in one process.
+
+Each pipeline links the gold mentions of DOCS as `python -m spacy_arbo evaluate` does; the
+pipelines take turns, REPEATS times, and each one's fastest pass counts. The table gives
+mentions/s, the ratio to the first pipeline (list the TF-IDF baseline first), strict accuracy,
+and how many `kb_id_` differ from the second pipeline's (list a variant right after what it
+changes). A PIPELINE may carry arbo_linker settings after a colon:
+`training/ncbi/final:memory_first=false,precision="int8"`. With `--profile`, one extra pass of
+each pipeline runs under cProfile and the table says where its time goes.
+
+Why: speeds differ between machines of one model, so only ratios taken in one run compare; and
+a change meant to save time must be shown to leave the links as they were.
+
+    python bench/pipeline_speed.py training/tfidf training/ncbi/final training/ncbi/final:memory_first=false \\
+        --docs corpus/ncbi/test.spacy [--repeats 3] [--profile] [--output speed.json]
+"""
+import argparse
+import cProfile
+import pstats
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import srsly
+
+from spacy_arbo.cli.settings import apply_settings
+from spacy_arbo.corpora import read_docbin
+from spacy_arbo.evaluation import link_gold_mentions, linking_metrics, load_pipeline
+from spacy_arbo.pipeline.arbo_linker import arbo_linkers
+
+# Where a linked mention's time goes: (label, the function's file and name as cProfile sees them).
+STAGES = [
+    ("read mentions (context, long forms)", "mention_inputs.py", "__call__"),
+    ("encode mentions", "encoding.py", "encode_mentions"),
+    ("dense search", "faiss_index.py", "search"),
+    ("TF-IDF search", "tfidf.py", "search"),
+    ("fuse candidates", "candidates.py", "fuse_candidates"),
+    ("memory lookups before encoding", "link_decisions.py", "remembered_links"),
+    ("write links", "link_decisions.py", "write_decision"),
+    ("link_memory component", "link_memory.py", "__call__"),
+    ("reranker", "component.py", "predict"),
+]
+
+
+def load(spec: str):
+    path, _, settings = spec.partition(":")
+    nlp = load_pipeline(path)
+    if settings:
+        apply_settings(arbo_linkers(nlp), settings.split(","))
+    return nlp
+
+
+def profile(nlp, docs, batch_size: int) -> Tuple[float, Dict[str, float]]:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    link_gold_mentions(nlp, docs, batch_size)
+    profiler.disable()
+    stats = pstats.Stats(profiler).stats
+    total = max(cumulative for (_, _, _, cumulative, _) in stats.values())
+    stages = {label: sum(row[3] for (file, _, name), row in stats.items() if file.endswith(module) and name == func)
+              for label, module, func in STAGES}
+    return total, stages
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pipelines", nargs="+", help="PATH[:setting=value,...]; the first is the baseline")
+    parser.add_argument("--docs", required=True, help=".spacy file with gold mentions (e.g. corpus/ncbi/test.spacy)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--profile", action="store_true", help="also say where each pipeline's time goes")
+    parser.add_argument("--output", help="write the figures as JSON")
+    args = parser.parse_args()
+
+    docs = read_docbin(args.docs)
+    pipelines = [load(spec) for spec in args.pipelines]
+    seconds: List[float] = [float("inf")] * len(pipelines)
+    predicted: List[Any] = [None] * len(pipelines)
+    for _ in range(args.repeats):
+        for i, nlp in enumerate(pipelines):
+            start = time.perf_counter()
+            predicted[i] = link_gold_mentions(nlp, docs, args.batch_size)
+            seconds[i] = min(seconds[i], time.perf_counter() - start)
+    rows = []
+    reference = [[e.kb_id_ for e in doc.ents] for doc in predicted[min(1, len(pipelines) - 1)]]
+    for spec, nlp, elapsed, linked in zip(args.pipelines, pipelines, seconds, predicted):
+        metrics = linking_metrics(linked, docs)
+        ids = [[e.kb_id_ for e in doc.ents] for doc in linked]
+        row = {"pipeline": spec, "seconds": elapsed, "mentions_per_second": metrics["n_mentions"] / elapsed,
+               "accuracy_strict": metrics["accuracy_strict"], "accuracy": metrics["accuracy"],
+               "kb_ids_differing_from_second": sum(a != b for x, y in zip(ids, reference) for a, b in zip(x, y))}
+        if args.profile:
+            total, stages = profile(nlp, docs, args.batch_size)
+            row["profile_seconds"] = total
+            row["profile"] = stages
+        rows.append(row)
+    for row in rows:
+        row["ratio_to_first"] = row["mentions_per_second"] / rows[0]["mentions_per_second"]
+
+    n_mentions = sum(len(d.ents) for d in docs)
+    print(f"{args.docs}: {len(docs)} docs, {n_mentions} mentions; fastest of {args.repeats} passes each")
+    print(f"{'pipeline':<58} {'mentions/s':>10} {'x first':>8} {'strict':>7} {'any-id':>7} {'ids != 2nd':>10}")
+    for row in rows:
+        print(f"{row['pipeline']:<58} {row['mentions_per_second']:>10.1f} {row['ratio_to_first']:>8.2f} "
+              f"{row['accuracy_strict']:>7.3f} {row['accuracy']:>7.3f} {row['kb_ids_differing_from_second']:>10}")
+    if args.profile:
+        for row in rows:
+            print(f"\n{row['pipeline']}: {row['profile_seconds']:.2f} s under cProfile "
+                  f"({1000 * row['profile_seconds'] / n_mentions:.2f} ms a mention)")
+            for label, spent in row["profile"].items():
+                if spent:
+                    print(f"  {label:<40} {spent:>7.2f} s {100 * spent / row['profile_seconds']:>5.1f}%")
+    if args.output:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        srsly.write_json(args.output, {"commit": commit, "docs": args.docs, "repeats": args.repeats, "rows": rows})
+        print(f"\nWrote {Path(args.output)}")
+
+
+if __name__ == "__main__":
+    main()
