@@ -73,25 +73,27 @@ def main() -> None:
     parser.add_argument("--output", help="write the figures as JSON")
     args = parser.parse_args()
 
-    docs = read_docbin(args.docs)
     pipelines = [load(spec) for spec in args.pipelines]
+    # Each pipeline reads the gold docs with its own vocab, as `evaluate` does.
+    gold = [read_docbin(args.docs, nlp.vocab) for nlp in pipelines]
+    docs = gold[0]
     seconds: List[float] = [float("inf")] * len(pipelines)
     predicted: List[Any] = [None] * len(pipelines)
     for _ in range(args.repeats):
         for i, nlp in enumerate(pipelines):
             start = time.perf_counter()
-            predicted[i] = link_gold_mentions(nlp, docs, args.batch_size)
+            predicted[i] = link_gold_mentions(nlp, gold[i], args.batch_size)
             seconds[i] = min(seconds[i], time.perf_counter() - start)
     rows = []
     reference = [[e.kb_id_ for e in doc.ents] for doc in predicted[min(1, len(pipelines) - 1)]]
-    for spec, nlp, elapsed, linked in zip(args.pipelines, pipelines, seconds, predicted):
-        metrics = linking_metrics(linked, docs)
+    for spec, nlp, own_gold, elapsed, linked in zip(args.pipelines, pipelines, gold, seconds, predicted):
+        metrics = linking_metrics(linked, own_gold)
         ids = [[e.kb_id_ for e in doc.ents] for doc in linked]
         row = {"pipeline": spec, "seconds": elapsed, "mentions_per_second": metrics["n_mentions"] / elapsed,
                "accuracy_strict": metrics["accuracy_strict"], "accuracy": metrics["accuracy"],
                "kb_ids_differing_from_second": sum(a != b for x, y in zip(ids, reference) for a, b in zip(x, y))}
         if args.profile:
-            total, stages = profile(nlp, docs, args.batch_size)
+            total, stages = profile(nlp, own_gold, args.batch_size)
             row["profile_seconds"] = total
             row["profile"] = stages
         rows.append(row)
