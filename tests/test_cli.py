@@ -403,7 +403,7 @@ def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys, 
     runs at every threshold but encodes each mention it reads once."""
     import spacy
 
-    import spacy_arbo.pipeline.arbo_linker as arbo_linker_module
+    import spacy_arbo.pipeline.encoding as encoding_module
 
     encoded = []
 
@@ -412,8 +412,8 @@ def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys, 
             encoded.extend(items)
         return encode_by_length(items, *args, **kwargs)
 
-    encode_by_length = arbo_linker_module.encode_by_length
-    monkeypatch.setattr(arbo_linker_module, "encode_by_length", counting)
+    encode_by_length = encoding_module.encode_by_length
+    monkeypatch.setattr(encoding_module, "encode_by_length", counting)
 
     tmp = linked
     recognizer = spacy.blank("en")
