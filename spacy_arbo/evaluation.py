@@ -8,20 +8,47 @@ from spacy.language import Language
 from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 from spacy.training import Example
+from thinc.api import Config
 
 from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
-from .util import ArboError, PathLike
+from .util import ArboError, PathLike, read_json, read_msgpack
 
 
 def load_pipeline(path: PathLike) -> Language:
     """A saved pipeline; a missing directory is an error naming it, not spaCy's guess that
-    `path` is a package name."""
-    if not Path(path).is_dir():
+    `path` is a package name, and a damaged file of spaCy's own (config, meta, tokenizer,
+    vocab) is an error naming the file, not a traceback from inside `spacy.load`."""
+    path = Path(path)
+    if not path.is_dir():
         raise ArboError(f"Pipeline directory '{path}' does not exist.")
-    return spacy.load(path)
+    check_spacy_files(path)
+    try:
+        return spacy.load(path)
+    except ArboError:
+        raise
+    except (ValueError, KeyError, TypeError) as err:  # spaCy's readers of files checked no further
+        raise ArboError(f"{path}: spaCy cannot load the pipeline, a file of it is damaged "
+                        f"({type(err).__name__}: {err}).") from None
+
+
+def check_spacy_files(path: Path) -> None:
+    """Parse the files spaCy writes beside the components' own, naming the one that is damaged."""
+    config = path / "config.cfg"
+    try:
+        Config().from_disk(config, interpolate=False)
+    except OSError as err:
+        raise ArboError(f"{config}: cannot read ({err.strerror or err}).") from None
+    except Exception as err:  # configparser and thinc raise several unrelated types
+        raise ArboError(f"{config}: not a spaCy config ({type(err).__name__}: {err}).") from None
+    for name, expected in (("meta.json", dict), ("vocab/strings.json", list), ("vocab/vectors.cfg", dict)):
+        if (path / name).exists() and not isinstance(read_json(path / name), expected):
+            raise ArboError(f"{path / name}: expected a JSON {expected.__name__}.")
+    for name in ("tokenizer", "vocab/lookups.bin"):
+        if (path / name).exists() and not isinstance(read_msgpack(path / name, "spaCy's " + name), dict):
+            raise ArboError(f"{path / name}: expected spaCy's {name} (a msgpack map).")
 
 
 def gold_id_set(docs: Iterable[Doc]) -> Set[str]:

@@ -1,10 +1,15 @@
-"""End-to-end scores under both credit rules, counted by hand."""
+"""End-to-end scores under both credit rules, counted by hand; loading a damaged pipeline."""
+import shutil
+from pathlib import Path
+
+import numpy as np
 import pytest
 import spacy
 from spacy.language import Language
 from spacy.tokens import Span
 
-from spacy_arbo.evaluation import evaluate_end_to_end
+from spacy_arbo.evaluation import evaluate_end_to_end, load_pipeline
+from spacy_arbo.util import ArboError
 
 from .conftest import make_doc
 
@@ -31,3 +36,17 @@ def test_end_to_end_strict_and_any_id():
     # Any-id: "D1" is one of the composite's ids.
     assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((1 / 3, 1 / 2))
     assert metrics["n_gold_mentions"] == 2 and metrics["n_predicted_mentions"] == 3
+
+
+@pytest.mark.parametrize("name", ["meta.json", "config.cfg", "tokenizer", "vocab/strings.json", "vocab/lookups.bin",
+                                  "vocab/vectors.cfg", "vocab/key2row", "vocab/vectors"])
+def test_a_damaged_file_of_spacys_own_is_one_error_naming_it(tmp_path, name):
+    saved = Path(__file__).parent / "fixtures" / "saved_pipelines" / "tfidf"
+    shutil.copytree(saved, tmp_path / "p")
+    (tmp_path / "p" / name).write_bytes(np.random.default_rng(0).bytes(100))
+    with pytest.raises(ArboError) as raised:
+        load_pipeline(tmp_path / "p")
+    message = str(raised.value)
+    assert "\n" not in message
+    # The numpy files of spaCy's vectors are named by their pipeline only.
+    assert str(tmp_path / "p" / name) in message or (name.startswith("vocab/") and str(tmp_path / "p") in message)
