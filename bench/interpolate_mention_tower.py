@@ -53,7 +53,8 @@ def main() -> None:
                         "mix toward it instead of the pretrained weights (a model soup)")
     args = parser.parse_args()
     nlp = load_pipeline(args.pipeline)
-    module = get_module(nlp.get_pipe("arbo_linker").model)
+    linker = nlp.get_pipe("arbo_linker")
+    module = get_module(linker.model)
     if module.shared or not all(isinstance(t, TransformerTower) for t in (module.mention_tower, module.entity_tower)):
         raise ArboError(f"{args.pipeline}: interpolation needs separate transformer towers (configs/retriever_frozen.cfg).")
     mention, entity = module.mention_tower.encoder, module.entity_tower.encoder
@@ -70,6 +71,7 @@ def main() -> None:
     for alpha in args.alphas:
         with torch.no_grad():
             mention.load_state_dict(interpolated(trained, pretrained, alpha))
+        linker.encoder.weights_changed()  # vectors made before are checked against the new weights
         metrics = evaluate_linking(nlp, gold, seen)
         print(json.dumps({"alpha": alpha, **{key: round(metrics[key], 4) for key in KEYS}}), flush=True)
 
