@@ -24,12 +24,12 @@ def load_pipeline(path: PathLike) -> Language:
     path = Path(path)
     if not path.is_dir():
         raise ArboError(f"Pipeline directory '{path}' does not exist.")
-    check_spacy_files(path)
     try:
         return spacy.load(path)
     except ArboError:
         raise
-    except (ValueError, KeyError, TypeError) as err:  # spaCy's readers of files checked no further
+    except (ValueError, KeyError, TypeError) as err:  # raised by spaCy's readers of its own files
+        check_spacy_files(path)  # names the damaged file where it can; read only when loading failed
         raise ArboError(f"{path}: spaCy cannot load the pipeline, a file of it is damaged "
                         f"({type(err).__name__}: {err}).") from None
 
