@@ -5,15 +5,21 @@ from ..util import make_nlp, unlinked
 from .test_link_memory import DIABETES, MENTIONS, TEXT, train_docs
 
 
-def linked_with_memory(toy_kb_dir, memory_first):
-    nlp = make_nlp(toy_kb_dir, memory_first=memory_first)
-    nlp.add_pipe("link_memory", config={"min_count": 1, "min_share": 0.6})
-    nlp.get_pipe("link_memory").add(train_docs(nlp))
+def recorded_mentions(nlp):
+    """The mention texts the pipeline's linker encodes from now on."""
     encoded = []
     encoder = nlp.get_pipe("arbo_linker").encoder
     encode = encoder.encode_mentions
     encoder.encode_mentions = lambda mentions, progress=False: encoded.extend(m.mention for m in mentions) or \
         encode(mentions, progress)
+    return encoded
+
+
+def linked_with_memory(toy_kb_dir, memory_first):
+    nlp = make_nlp(toy_kb_dir, memory_first=memory_first)
+    nlp.add_pipe("link_memory", config={"min_count": 1, "min_share": 0.6})
+    nlp.get_pipe("link_memory").add(train_docs(nlp))
+    encoded = recorded_mentions(nlp)
     docs = list(nlp.pipe(unlinked(nlp, [make_doc(nlp, TEXT, MENTIONS)] * 2)))
     return [[(e.text, e.kb_id_) for e in doc.ents] for doc in docs], encoded, docs
 
@@ -34,11 +40,7 @@ def test_remembered_mentions_are_not_encoded_and_links_stay_the_same(toy_kb_dir)
 def test_without_a_memory_after_it_every_mention_is_encoded(toy_kb_dir):
     nlp = make_nlp(toy_kb_dir)
     nlp.add_pipe("link_memory", first=True).add(train_docs(nlp))
-    encoder = nlp.get_pipe("arbo_linker").encoder
-    encoded = []
-    encode = encoder.encode_mentions
-    encoder.encode_mentions = lambda mentions, progress=False: encoded.extend(m.mention for m in mentions) or \
-        encode(mentions, progress)
+    encoded = recorded_mentions(nlp)
     nlp(unlinked(nlp, [make_doc(nlp, TEXT, MENTIONS)])[0])
     assert "SUGAR SICKNESS" in encoded
 
