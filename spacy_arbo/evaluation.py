@@ -146,8 +146,11 @@ def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
 
 
 def recognizer_position(nlp: Language) -> int:
-    """The index in `nlp.pipe_names` of the last component that sets `doc.ents`."""
-    finders = [i for i, name in enumerate(nlp.pipe_names) if "doc.ents" in nlp.get_pipe_meta(name).assigns]
+    """The index in `nlp.pipe_names` of the last component that finds mentions: sets
+    `doc.ents` without requiring them (a filter of mentions found earlier, such as
+    `kb_mention_filter`, requires them)."""
+    finders = [i for i, name in enumerate(nlp.pipe_names)
+               if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
     if not finders:
         raise ArboError("The pipeline has no component that finds mentions (e.g. ner); "
                         "add one with `python -m spacy_arbo add-ner`.")

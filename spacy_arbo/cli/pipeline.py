@@ -1,12 +1,15 @@
-"""Commands that change a saved pipeline: add-ner, add-memory, configure."""
+"""Commands that change a saved pipeline: add-ner, add-kb-finder, add-memory, configure."""
 import argparse
+from typing import Optional
 
 from spacy.language import Language
 
 from ..corpora import read_docbin
 from ..evaluation import docs_not_in
 from ..pipeline.arbo_linker import arbo_linkers
+from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
+from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..tuning import tune_link_memory
 from ..util import ArboError
@@ -20,6 +23,17 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("ner", help="a pipeline with a 'ner' component (e.g. from configs/ner.cfg)")
     cmd.add_argument("output")
     cmd.set_defaults(func=add_ner_command)
+
+    cmd = commands.add_parser("add-kb-finder", help="propose the spans that read as KB names as mentions (beside a "
+                              "recognizer's, or alone), and drop those the linker links to NIL")
+    cmd.add_argument("pipeline", help="the linking pipeline (with or without a recognizer)")
+    cmd.add_argument("output")
+    cmd.add_argument("--kb", required=True, help="the KB directory whose names are matched (build-kb)")
+    cmd.add_argument("--mode", choices=MODES, default=None,
+                     help="add: beside the recognizer's mentions (the default when there is one); "
+                     "replace: the KB's names are the only mentions (the default without one)")
+    cmd.add_argument("--label", default="Disease", help="the label of the mentions it proposes (default Disease)")
+    cmd.set_defaults(func=add_kb_finder_command)
 
     cmd = commands.add_parser("add-memory", help="put a link_memory last: mentions whose text the gold corpora "
                               "link (nearly) always to one id get that id")
@@ -47,9 +61,39 @@ def add_recognizer(nlp: Language, recognizer: Language) -> None:
     """Put `recognizer`'s 'ner' first in `nlp`; the linking components then read the mentions
     it finds, in evaluation (spacy evaluate) too, instead of the gold ones."""
     nlp.add_pipe("ner", source=recognizer, first=True)
+    use_found_mentions(nlp)
+
+
+def add_kb_finder(nlp: Language, kb: BaseEntityStore, mode: Optional[str] = None, label: str = "Disease") -> None:
+    """Put a `kb_mention_finder` over `kb`'s names after the recognizer (first without one)
+    and a `kb_mention_filter` last, so that the proposals the linker links to NIL are dropped;
+    the linkers read the mentions found instead of gold ones."""
+    for name in ("kb_mention_finder", "kb_mention_filter"):
+        if name in nlp.pipe_names:
+            raise ArboError(f"The pipeline already has a component named '{name}'.")
+    finders = [name for name in nlp.pipe_names if "doc.ents" in nlp.get_pipe_meta(name).assigns]
+    mode = mode or ("add" if finders else "replace")
+    if mode == "add" and not finders:
+        raise ArboError("--mode add puts KB names beside a recognizer's mentions, but the pipeline has no recognizer; "
+                        "add one first (add-ner) or use --mode replace.")
+    placement = {"after": finders[-1]} if finders else {"first": True}
+    finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label}, **placement)
+    finder.set_names([text for text, _ in kb.alias_pairs()], nlp)
+    nlp.add_pipe("kb_mention_filter", config={"spans_key": finder.cfg["spans_key"]}, last=True)
+    use_found_mentions(nlp)
+
+
+def use_found_mentions(nlp: Language) -> None:
     for _, proc in nlp.components:
         if isinstance(proc, ConfiguredPipe) and "use_gold_ents" in proc.cfg:
             proc.configure(use_gold_ents=False)
+
+
+def add_kb_finder_command(args: argparse.Namespace) -> None:
+    nlp = load_pipeline(args.pipeline)
+    add_kb_finder(nlp, open_store(args.kb), args.mode, args.label)
+    write_pipeline(nlp, args.output)
+    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
 
 
 def add_ner_command(args: argparse.Namespace) -> None:

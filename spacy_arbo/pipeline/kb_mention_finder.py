@@ -1,0 +1,267 @@
+"""Mentions a KB can find: spans of the text that read as one of the KB's names.
+
+It is what a user with a KB and no annotated corpus has for a recognizer, and beside a trained
+recognizer it proposes the mentions of types that the recognizer never saw. It proposes; the
+linker decides: `kb_mention_filter`, placed after the linking components, removes the
+proposals that were linked to NIL (below the linker's threshold), so a span that merely
+spells a KB name in passing is dropped by the linker's score, not kept by the matcher's.
+
+Names are matched as token sequences, case-blind except for short or all-capital names
+(abbreviations, where case is what separates "ALL" from "all"), with the spelling variants
+that separate a KB's name from the way a text writes it: plural and singular of the last word,
+a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
+parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
+is proposed wherever it occurs when its long form reads as a KB name.
+"""
+import re
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set
+
+import srsly
+from spacy.language import Language
+from spacy.matcher import PhraseMatcher
+from spacy.pipeline import Pipe
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.util import filter_spans
+from spacy.vocab import Vocab
+
+from ..kb.entities import NIL
+from .abbreviations import LongForms
+from ..kb.store import BaseEntityStore
+from ..settings import check_at_least, check_choice
+from ..util import ArboError, atomic_path, read_json
+
+MODES = ("add", "replace")
+NAMES_FILE = "names.json"
+# Names longer than this many tokens are descriptions, not something a text writes.
+MAX_NAME_TOKENS = 12
+_PARENTHESES = re.compile(r"\s*\([^()]*\)")
+_HYPHEN = re.compile(r"\s*-\s*")
+# American -> British spellings of medical words, as the KBs spell the one and texts the other.
+_BRITISH = [(re.compile(pattern, re.IGNORECASE), british) for pattern, british in (
+    (r"tumor", "tumour"), (r"(?<=[b-df-hj-np-tv-z])emi(?=as?\b|c\b)", "aemi"), (r"\bhem(?=[aoi])", "haem"),
+    (r"\bedema", "oedema"), (r"\besophag", "oesophag"), (r"\bfetal", "foetal"))]
+
+
+def last_word_forms(name: str) -> Set[str]:
+    """`name` with its last word in the singular and in the plural (English rules for
+    the regular cases: -s, -es, -ies, -is/-es)."""
+    head, _, last = name.rpartition(" ")
+    prefix = f"{head} " if head else ""
+    lower = last.lower()
+    forms = {name}
+    if len(lower) < 3 or not lower[-1].isalpha():
+        return forms
+    if lower.endswith("ies") and len(lower) > 4:
+        forms.add(prefix + last[:-3] + "y")
+    elif lower.endswith(("sses", "xes", "ches", "shes")):
+        forms.add(prefix + last[:-2])
+    elif lower.endswith("is"):
+        forms.add(prefix + last[:-2] + "es")
+    elif lower.endswith("s") and not lower.endswith(("ss", "us")):
+        forms.add(prefix + last[:-1])
+    elif lower.endswith("y") and lower[-2] not in "aeiou":
+        forms.add(prefix + last[:-1] + "ies")
+    elif lower.endswith(("ss", "x", "ch", "sh")):
+        forms.add(prefix + last + "es")
+    elif not lower.endswith("us"):
+        forms.add(prefix + last + "s")
+    return forms
+
+
+def british_spelling(name: str) -> str:
+    for pattern, british in _BRITISH:
+        name = pattern.sub(british, name)
+    return name
+
+
+def name_variants(name: str) -> Set[str]:
+    """The ways a text may write the KB name `name`."""
+    base = " ".join(name.split())
+    written = {base, _PARENTHESES.sub("", base).strip()}
+    for form in list(written):
+        parts = [part.strip() for part in form.split(",")]
+        if 1 < len(parts) <= 3 and all(parts):
+            written.add(" ".join(reversed(parts)))
+    written |= {_HYPHEN.sub(" ", form) for form in written}
+    written |= {british_spelling(form) for form in written}
+    return {variant for form in written if form for variant in last_word_forms(form)}
+
+
+def normal_form(name: str) -> str:
+    """Case, hyphens and spacing aside: how a long form is looked up among the names."""
+    return " ".join(_HYPHEN.sub(" ", name).lower().split())
+
+
+def is_abbreviation(name: str) -> bool:
+    """Short, with two capitals or more ("DM", "NF1", "HNPCC"): matched in its own case, and
+    kept however short."""
+    return sum(c.isupper() for c in name) >= 2 and len(name.replace(" ", "")) <= 8
+
+
+class KBMentionFinder(Pipe):
+    """Proposes every span that matches a KB name as a mention with `label`: in "add" mode
+    beside the mentions already in `doc.ents` (those win where they overlap), in "replace"
+    mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`.
+    Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
+
+    def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str) -> None:
+        check_choice("mode", mode, MODES)
+        check_at_least(1, min_chars=min_chars)
+        self.vocab = vocab
+        self.name = name
+        self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key}
+        self.names: List[str] = []
+        self._make_doc: Optional[Callable[[str], Doc]] = None
+        self._matchers: Dict[str, PhraseMatcher] = {}
+        self._known: Set[str] = set()
+        self._long_forms: Optional[LongForms] = None
+
+    def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
+                   nlp: Optional[Language] = None, kb_loader: Optional[Callable[[Vocab], BaseEntityStore]] = None) -> None:
+        """Reads the names of the KB that `kb_loader` gives (e.g. `spacy_arbo.KBFromDir.v1`)."""
+        if kb_loader is None:
+            raise ArboError(f"{self.name}: initialize needs a kb_loader, e.g. "
+                            f"[initialize.components.{self.name}.kb_loader] @misc = \"spacy_arbo.KBFromDir.v1\".")
+        self.set_names([text for text, _ in kb_loader(self.vocab).alias_pairs()], nlp)
+
+    def set_names(self, names: Iterable[str], nlp: Optional[Language] = None) -> None:
+        """Match these names (and their variants) from now on."""
+        self.names = sorted({" ".join(n.split()) for n in names if n and n.strip()})
+        if not self.names:
+            raise ArboError(f"{self.name}: the KB has no names to match.")
+        self._make_doc = nlp.make_doc if nlp is not None else self._make_doc
+        self._build()
+
+    def _build(self) -> None:
+        if self._make_doc is None:
+            from spacy.lang.en import English  # the tokenizer of the pipeline's language when it is known
+
+            self._make_doc = English(vocab=self.vocab).make_doc
+        stop_words = self._stop_words()
+        by_case: Dict[str, Set[str]] = {"LOWER": set(), "ORTH": set()}
+        for name in self.names:
+            for variant in name_variants(name):
+                exact = is_abbreviation(variant)
+                if not exact and (len(variant) < self.cfg["min_chars"] or variant.lower() in stop_words):
+                    continue
+                by_case["ORTH" if exact else "LOWER"].add(variant)
+        self._known = {normal_form(v) for variants in by_case.values() for v in variants}
+        self._matchers = {}
+        for attr, variants in by_case.items():
+            matcher = PhraseMatcher(self.vocab, attr=attr)
+            patterns = [doc for doc in map(self._make_doc, sorted(variants)) if 0 < len(doc) <= MAX_NAME_TOKENS]
+            matcher.add("KB_NAME", patterns)
+            self._matchers[attr] = matcher
+
+    def _stop_words(self) -> Set[str]:
+        lang = self.vocab.lang or "en"
+        try:
+            from spacy.util import get_lang_class
+
+            return set(get_lang_class(lang).Defaults.stop_words)
+        except (ImportError, KeyError):
+            return set()
+
+    def __call__(self, doc: Doc) -> Doc:
+        if not self._matchers:
+            raise ArboError(f"{self.name} has no KB names: initialize it with a kb_loader or call set_names.")
+        found = [Span(doc, start, end, label=self.cfg["label"])
+                 for matcher in self._matchers.values() for _, start, end in matcher(doc)]
+        found += self._defined_short_forms(doc)
+        if self.cfg["mode"] == "replace":
+            proposals = filter_spans(found)
+            doc.ents = proposals
+        else:
+            taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}
+            proposals = [s for s in filter_spans(found) if not taken.intersection(range(s.start, s.end))]
+            doc.ents = sorted([*doc.ents, *proposals], key=lambda span: span.start)
+        doc.spans[self.cfg["spans_key"]] = proposals
+        return doc
+
+    def _defined_short_forms(self, doc: Doc) -> List[Span]:
+        """Every occurrence of a short form whose definition's long form reads as a KB name."""
+        if "(" not in doc.text:
+            return []
+        if self._long_forms is None:
+            self._long_forms = LongForms(self.vocab)
+        spans = []
+        for (start, end), long_form in self._long_forms(doc).items():
+            span = doc.char_span(start, end, label=self.cfg["label"], alignment_mode="contract")
+            if span is not None and self._reads_as_name(long_form):
+                spans.append(span)
+        return spans
+
+    def _reads_as_name(self, long_form: str) -> bool:
+        """The long form, or its last two words or more (the detector's long forms may start a
+        sentence too early), is a KB name."""
+        words = normal_form(long_form).split()
+        return any(" ".join(words[i:]) in self._known for i in range(max(1, len(words) - 1)))
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        for doc in stream:
+            yield self(doc)
+
+    # Serialization: the names; the matchers are rebuilt from them ------------------------
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
+        data = srsly.msgpack_loads(bytes_data)
+        self.cfg.update(data["cfg"])
+        self.names = list(data["names"])
+        self._build()
+        return self
+
+    def to_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path / NAMES_FILE) as tmp:
+            srsly.write_json(tmp, {"cfg": self.cfg, "names": self.names})
+
+    def from_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
+        file = Path(path) / NAMES_FILE
+        data = read_json(file)
+        try:
+            names, cfg = list(data["names"]), dict(data["cfg"])
+        except (KeyError, TypeError) as err:
+            raise ArboError(f"{file}: not a {self.name} names file (no {err}).") from None
+        self.cfg.update(cfg)
+        self.names = names
+        self._build()
+        return self
+
+
+def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
+    """Remove from `doc.ents` the proposals of `doc.spans[spans_key]` that the linker linked
+    to NIL or not at all; the recognizer's own NIL mentions stay (they may be entities the
+    KB lacks)."""
+    if spans_key not in doc.spans:
+        return doc
+    proposed = {(span.start, span.end) for span in doc.spans[spans_key]}
+    doc.ents = [ent for ent in doc.ents if (ent.start, ent.end) not in proposed or ent.kb_id_ not in ("", NIL)]
+    kept = {(ent.start, ent.end) for ent in doc.ents}
+    doc.spans[spans_key] = [span for span in doc.spans[spans_key] if (span.start, span.end) in kept]
+    return doc
+
+
+@Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
+                  default_config={"label": "Disease", "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
+def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: str, min_chars: int,
+                           spans_key: str) -> KBMentionFinder:
+    finder = KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key)
+    finder._make_doc = nlp.make_doc
+    return finder
+
+
+@Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],
+                  default_config={"spans_key": "kb_mentions"})
+def make_kb_mention_filter(nlp: Language, name: str, spans_key: str) -> Callable[[Doc], Doc]:
+    """Put after the linking components (link memory included): it drops the KB finder's
+    proposals that were linked to NIL."""
+    def kb_mention_filter(doc: Doc) -> Doc:
+        return drop_unlinked_proposals(doc, spans_key)
+
+    return kb_mention_filter

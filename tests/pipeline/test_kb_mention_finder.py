@@ -1,0 +1,105 @@
+import pytest
+import spacy
+from spacy.tokens import Span
+
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.pipeline.kb_mention_finder import drop_unlinked_proposals, last_word_forms, name_variants
+from spacy_arbo.util import ArboError
+
+from ..conftest import TOY_TEXTS, make_doc
+
+
+def finder_nlp(toy_kb, **config):
+    nlp = spacy.blank("en")
+    finder = nlp.add_pipe("kb_mention_finder", config=config)
+    finder.initialize(nlp=nlp, kb_loader=lambda _vocab: toy_kb)
+    return nlp
+
+
+def mentions(doc):
+    return [(e.text, e.label_) for e in doc.ents]
+
+
+def test_variants_cover_number_hyphens_spelling_and_inverted_names():
+    assert last_word_forms("colorectal cancer") == {"colorectal cancer", "colorectal cancers"}
+    assert last_word_forms("Colorectal Neoplasms") == {"Colorectal Neoplasms", "Colorectal Neoplasm"}
+    assert last_word_forms("anomaly") == {"anomaly", "anomalies"}
+    assert last_word_forms("aortic stenosis") == {"aortic stenosis", "aortic stenoses"}
+    assert last_word_forms("Diseases") == {"Diseases", "Disease"}
+    assert last_word_forms("abscesses") == {"abscesses", "abscess"}
+    assert "Hemolytic Congenital Anemia" not in name_variants("Anemia, Hemolytic, Congenital")
+    assert "Congenital Hemolytic Anemia" in name_variants("Anemia, Hemolytic, Congenital")
+    assert {"X linked disorder", "haemolytic anaemia", "Liver Failure"} <= (
+        name_variants("X-linked disorder") | name_variants("Hemolytic anemia") | name_variants("Liver Failure (LF)"))
+    # A one-letter last word has no plural ("Hemophilia As" is no way to write it).
+    assert name_variants("Hemophilia A") == {"Hemophilia A", "haemophilia A"}
+
+
+def test_finds_kb_names_as_written_in_text(toy_kb):
+    nlp = finder_nlp(toy_kb, mode="replace")
+    doc = nlp("Colorectal cancers and Failure, Cardiac, with DIABETES; a dm patient.")
+    assert mentions(doc) == [("Colorectal cancers", "Disease"), ("DIABETES", "Disease")]
+    assert mentions(nlp("Cardiac failures.")) == [("Cardiac failures", "Disease")]
+    # "DM" is an abbreviation: matched in its own case only.
+    assert mentions(nlp("The DM cohort.")) == [("DM", "Disease")]
+
+
+def test_defined_short_forms_are_proposed_wherever_they_occur(toy_kb):
+    nlp = finder_nlp(toy_kb, mode="replace")
+    text = "High fever (HF) came first; HF then passed."
+    # "High fever" is no KB name, so its short form is not proposed; "Wilson disease (WLD)" is.
+    assert [e.text for e in nlp(text).ents] == ["fever"]
+    doc = nlp("Wilson disease (WLD) was found; WLD is rare.")
+    assert [e.text for e in doc.ents] == ["Wilson disease", "WLD", "WLD"]
+
+
+def test_add_mode_keeps_the_recognizers_mentions(toy_kb):
+    nlp = finder_nlp(toy_kb, mode="add")
+    doc = make_doc(nlp, "Wilson disease and fever today.", [("Wilson disease and", "")], label="NER")
+    doc = nlp.get_pipe("kb_mention_finder")(doc)
+    assert mentions(doc) == [("Wilson disease and", "NER"), ("fever", "Disease")]
+    assert [s.text for s in doc.spans["kb_mentions"]] == ["fever"]
+
+
+def test_unlinked_proposals_are_dropped_and_the_recognizers_nil_kept(toy_kb):
+    nlp = finder_nlp(toy_kb, mode="add")
+    doc = make_doc(nlp, "An odd turn, fever and cough.", [("odd turn", "")], label="NER")
+    doc = nlp.get_pipe("kb_mention_finder")(doc)
+    assert [s.text for s in doc.spans["kb_mentions"]] == ["fever", "cough"]
+    doc.ents = [Span(doc, e.start, e.end, label=e.label_, kb_id={"fever": NIL, "cough": "MESH:D003371"}.get(e.text, NIL))
+                for e in doc.ents]
+    doc = drop_unlinked_proposals(doc, "kb_mentions")
+    assert [(e.text, e.kb_id_) for e in doc.ents] == [("odd turn", NIL), ("cough", "MESH:D003371")]
+    assert [s.text for s in doc.spans["kb_mentions"]] == ["cough"]
+
+
+def test_finds_the_toy_corpus_mentions(toy_kb):
+    """Every gold mention of the toy texts is a KB name or its defined short form."""
+    nlp = finder_nlp(toy_kb, mode="replace")
+    for text, gold in TOY_TEXTS:
+        assert [e.text for e in nlp(text).ents] == [surface for surface, _ in gold]
+
+
+def test_round_trip(toy_kb, tmp_path):
+    nlp = finder_nlp(toy_kb, mode="add", label="Condition")
+    texts = [text for text, _ in TOY_TEXTS] + ["Colorectal Neoplasm and a DM patient."]
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert [mentions(d) for d in loaded.pipe(texts)] == [mentions(d) for d in nlp.pipe(texts)]
+    assert loaded.get_pipe("kb_mention_finder").cfg == nlp.get_pipe("kb_mention_finder").cfg
+    assert nlp.from_bytes(loaded.to_bytes()) is not None
+    assert [mentions(d) for d in nlp.pipe(texts)] == [mentions(d) for d in loaded.pipe(texts)]
+
+
+def test_clear_errors(toy_kb, tmp_path):
+    nlp = spacy.blank("en")
+    finder = nlp.add_pipe("kb_mention_finder")
+    with pytest.raises(ArboError, match="no KB names"):
+        nlp("fever")
+    with pytest.raises(ArboError, match="kb_loader"):
+        finder.initialize(nlp=nlp)
+    with pytest.raises(ArboError, match="mode"):
+        spacy.blank("en").add_pipe("kb_mention_finder", config={"mode": "merge"})
+    (tmp_path / "names.json").write_text('{"names": []}')
+    with pytest.raises(ArboError, match="names.json.*cfg"):
+        finder.from_disk(tmp_path)
