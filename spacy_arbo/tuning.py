@@ -16,7 +16,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from .corpora import read_docbin
-from .evaluation import evaluate_linking, link_gold_mentions, load_pipeline
+from .evaluation import evaluate_end_to_end, evaluate_linking, link_gold_mentions, load_pipeline
 from .pipeline.link_memory import LinkMemory
 from .scoring import accuracy, mention_outcomes
 from .settings import check_choice
@@ -87,7 +87,8 @@ def tune_link_memory(
 
 
 # What `select_pipeline` may choose by: link F (what a NIL threshold is tuned for) or accuracy@1.
-SELECTION_METRICS = ("nel_micro_f", "accuracy_strict", "accuracy")
+# e2e_f: end-to-end link F from raw text, for pipelines that differ in how they find mentions.
+SELECTION_METRICS = ("nel_micro_f", "accuracy_strict", "accuracy", "e2e_f")
 
 
 @dataclass
@@ -109,9 +110,9 @@ class PipelineChoice:
 
 def select_pipeline(paths: Sequence[str], dev: PathLike, metric: str = "nel_micro_f",
                     min_gain: float = MIN_GAIN) -> PipelineChoice:
-    """Link the gold mentions of `dev` with each saved pipeline of `paths` (the cheapest
-    first) and choose one by `metric`: a reranker earns its place in the final pipeline only
-    by beating the retriever on dev by `min_gain`."""
+    """Link the gold mentions of `dev` (with `e2e_f`: its raw text) with each saved pipeline
+    of `paths` (the cheapest first) and choose one by `metric`: a reranker earns its place in
+    the final pipeline only by beating the retriever on dev by `min_gain`."""
     check_choice("metric", metric, SELECTION_METRICS)
     check_min_gain(min_gain, "min_gain", metric)
     if len(set(paths)) < 2:
@@ -119,8 +120,9 @@ def select_pipeline(paths: Sequence[str], dev: PathLike, metric: str = "nel_micr
     metrics: Dict[str, Dict[str, Any]] = {}
     for path in paths:
         nlp = load_pipeline(path)
-        metrics[path] = evaluate_linking(nlp, read_docbin(dev, nlp.vocab))
-        if not metrics[path]["n_mentions"]:  # accuracy is None then, and link F a meaningless 0
+        score = evaluate_end_to_end if metric.startswith("e2e_") else evaluate_linking
+        metrics[path] = score(nlp, read_docbin(dev, nlp.vocab))
+        if not metrics[path].get("n_mentions", metrics[path].get("n_gold_mentions")):  # accuracy is None then, and link F a meaningless 0
             raise ArboError(f"{dev} has no gold mentions to choose a pipeline on.")
     trials = [Trial(path, scores[metric], cost=i) for i, (path, scores) in enumerate(metrics.items())]
     return PipelineChoice(metric, metrics, choose(trials, min_gain).setting)

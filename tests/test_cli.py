@@ -368,16 +368,23 @@ def test_export_spacy_kb_gives_spacys_linker_our_entities(linked, capsys):
     assert kb.store.ids == pipeline.get_pipe("arbo_linker").kb.ids and kb.top_k == 3
 
 
+def save_ruler(path):
+    """A recognizer that finds every "Fever" and a false "children" (and misses "cough" and "pyrexia")."""
+    import spacy
+
+    recognizer = spacy.blank("en")
+    recognizer.add_pipe("entity_ruler", name="ner").add_patterns(
+        [{"label": "Disease", "pattern": "Fever"}, {"label": "Disease", "pattern": "children"}])
+    recognizer.to_disk(path)
+
+
 def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     """A recognizer that finds both "Fever"s and a false "children", and misses "cough" and
     "pyrexia": the figures below are counted by hand from the corpus above."""
     import spacy
 
     tmp = linked
-    recognizer = spacy.blank("en")
-    recognizer.add_pipe("entity_ruler", name="ner").add_patterns(
-        [{"label": "Disease", "pattern": "Fever"}, {"label": "Disease", "pattern": "children"}])
-    recognizer.to_disk(tmp / "ruler")
+    save_ruler(tmp / "ruler")
     assert main(["evaluate", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--end-to-end"]) == 1
     err = capsys.readouterr().err
     assert f"--end-to-end: {tmp / 'pipeline'}: " in err and "no component that finds mentions" in err
@@ -395,6 +402,43 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((2 / 3, 2 / 3))
     assert metrics["nel_micro_p"] == metrics["nel_micro_r"] == 1.0  # both aligned "Fever"s are right
     assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1
+
+
+def test_add_kb_finder_alone_or_beside_a_recognizer(linked, capsys):
+    """The KB's names (Fever, pyrexia, Cough) as the only mentions: all four gold spans found,
+    "pyrexia" (NIL in the corpus) linked and so wrong end to end. Beside the ruler's "Fever"s
+    and false "children" it adds "cough" and "pyrexia"; dev's end-to-end F picks the KB alone."""
+    import spacy
+
+    from spacy_arbo.evaluation import recognizer_position
+
+    tmp = linked
+    save_ruler(tmp / "ruler")
+    assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
+    assert main(["add-kb-finder", str(tmp / "pipeline"), str(tmp / "kb_only"), "--kb", str(tmp / "kb")]) == 0
+    assert main(["add-kb-finder", str(tmp / "e2e"), str(tmp / "both"), "--kb", str(tmp / "kb")]) == 0
+    assert main(["add-kb-finder", str(tmp / "pipeline"), str(tmp / "bad"), "--kb", str(tmp / "kb"), "--mode", "add"]) == 1
+    assert "has no recognizer" in capsys.readouterr().err
+    nlp = spacy.load(tmp / "kb_only")
+    assert nlp.pipe_names == ["kb_mention_finder", "arbo_linker", "kb_mention_filter"]
+    assert recognizer_position(nlp) == 0 and nlp.get_pipe("kb_mention_finder").cfg["mode"] == "replace"
+    both = spacy.load(tmp / "both")
+    assert both.pipe_names == ["ner", "kb_mention_finder", "arbo_linker", "kb_mention_filter"]
+    assert [e.text for e in both("Fever in children; cough and pyrexia.").ents] == ["Fever", "children", "cough", "pyrexia"]
+    for name in ("kb_only", "both"):
+        assert main(["evaluate", str(tmp / name), str(tmp / "test.spacy"), "--end-to-end",
+                     "--output", str(tmp / f"{name}.json")]) == 0
+    metrics = json.loads((tmp / "kb_only.json").read_text())
+    assert (metrics["ner_p"], metrics["ner_r"], metrics["e2e_p"], metrics["e2e_r"]) == pytest.approx((1, 1, 3 / 4, 1))
+    metrics = json.loads((tmp / "both.json").read_text())
+    assert (metrics["ner_p"], metrics["ner_r"], metrics["e2e_p"], metrics["e2e_r"]) == pytest.approx((4 / 5, 1, 3 / 5, 1))
+    assert main(["tune-threshold", str(tmp / "kb_only"), str(tmp / "test.spacy"), "--end-to-end"]) == 0
+    capsys.readouterr()
+    assert main(["select-pipeline", str(tmp / "e2e"), str(tmp / "both"), str(tmp / "kb_only"), "--dev",
+                 str(tmp / "test.spacy"), "--metric", "e2e_f", "--output", str(tmp / "chosen")]) == 0
+    printed = capsys.readouterr().out
+    assert "| pipeline | ner_f | e2e_f | e2e_any_id_f | docs/s |" in printed
+    assert f"| {tmp / 'e2e'} | 0.5714 | 0.6667 |" in printed and f"Wrote {tmp / 'chosen'}: {tmp / 'kb_only'}" in printed
 
 
 def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys, monkeypatch):
@@ -416,10 +460,7 @@ def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys, 
     monkeypatch.setattr(encoding_module, "encode_by_length", counting)
 
     tmp = linked
-    recognizer = spacy.blank("en")
-    recognizer.add_pipe("entity_ruler", name="ner").add_patterns(
-        [{"label": "Disease", "pattern": "Fever"}, {"label": "Disease", "pattern": "children"}])
-    recognizer.to_disk(tmp / "ruler")
+    save_ruler(tmp / "ruler")
     assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
     assert main(["tune-threshold", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--end-to-end"]) == 1
     err = capsys.readouterr().err

@@ -41,7 +41,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                                                    "the choice only when it scores --min-gain more")
     cmd.add_argument("--dev", required=True, help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--metric", default="nel_micro_f", choices=SELECTION_METRICS,
-                     help="link F (default; rewards a NIL threshold), strict or any-id accuracy@1")
+                     help="link F (default; rewards a NIL threshold), strict or any-id accuracy@1 on the gold mentions, "
+                     "or e2e_f: end-to-end link F from raw text (for pipelines that find mentions differently)")
     cmd.add_argument("--min-gain", type=float, default=MIN_GAIN,
                      help="what a later pipeline must add to the metric on dev to be chosen (default: half a point, 0.005)")
     cmd.add_argument("--output", required=True, help="where to copy the chosen pipeline")
@@ -85,10 +86,13 @@ def select_pipeline_command(args: argparse.Namespace) -> None:
     dev is noise, and the pipeline listed first is the cheaper one)."""
     check_min_gain(args.min_gain, "select-pipeline: --min-gain", args.metric)
     choice = select_pipeline(args.pipelines, args.dev, args.metric, args.min_gain)
-    print("| pipeline | nel_micro_f | accuracy_strict | accuracy | mentions/s |\n|---|---:|---:|---:|---:|")
+    if args.metric.startswith("e2e_"):
+        columns, speed = ("ner_f", "e2e_f", "e2e_any_id_f"), "docs_per_second"
+    else:
+        columns, speed = ("nel_micro_f", "accuracy_strict", "accuracy"), "mentions_per_second"
+    print(f"| pipeline | {' | '.join(columns)} | {speed.replace('_per_second', '/s')} |\n|---|{'---:|' * (len(columns) + 1)}")
     for path, metrics in choice.metrics.items():
-        print(f"| {path} | {metrics['nel_micro_f']:.4f} | {metrics['accuracy_strict']:.4f} | "
-              f"{metrics['accuracy']:.4f} | {metrics['mentions_per_second'] or 0:.0f} |")
+        print(f"| {path} | {' | '.join(f'{metrics[c]:.4f}' for c in columns)} | {metrics[speed] or 0:.1f} |")
     for path, gain in choice.passed_over():
         print(f"{path} scores {gain:+.4f} over {choice.chosen}, less than --min-gain {args.min_gain}: "
               f"{choice.chosen} is kept")
