@@ -110,3 +110,30 @@ def toy_docs():
 
     nlp = spacy.blank("en")
     return [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
+
+
+@pytest.fixture(scope="session")
+def trained_ner(tiny_bert_dir, tmp_path_factory):
+    """configs/ner_trf.cfg on the tiny random BERT, overfitted on the toy texts; and its folder."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training.initialize import init_nlp
+    from spacy.training.loop import train
+    from spacy.util import load_config
+
+    import spacy_arbo  # noqa: F401  (the one-label augmenter and the encoder path)
+
+    tmp = tmp_path_factory.mktemp("ner_trf")
+    blank = spacy.blank("en")
+    DocBin(docs=[make_doc(blank, text, mentions) for text, mentions in TOY_TEXTS] * 4).to_disk(tmp / "toy.spacy")
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "ner_trf.cfg", overrides={
+        "paths.train": str(tmp / "toy.spacy"), "paths.dev": str(tmp / "toy.spacy"),
+        "paths.encoder": str(tiny_bert_dir), "training.max_steps": 60, "training.eval_frequency": 60,
+        "training.batcher.size": 64,
+    })
+    config["training"]["optimizer"]["learn_rate"] = 0.003
+    nlp = init_nlp(config)
+    (tmp / "out").mkdir()
+    with open(tmp / "train.log", "w") as log:
+        train(nlp, tmp / "out", stdout=log)
+    return spacy.load(tmp / "out" / "model-last"), tmp
