@@ -1,10 +1,9 @@
 """`arbo_linker`: links `doc.ents` to the KB candidates its retriever finds for them.
 
-The pipe keeps spaCy's API and hands the work on: `LinkerEncoder` runs the dual encoder and
-keeps the weights version that says which vectors are current, `MentionReader` says what a
-mention reads as, `EntityRetriever` turns entity texts into indexes and mentions into
-candidates, `link_decisions` turns candidates into links, and `RetrieverTraining` makes
-training batches and paces the re-mining of negatives.
+The pipe keeps spaCy's API and hands the work on: `LinkerEncoder` runs the dual encoder and keeps
+the weights version that says which vectors are current, `MentionReader` says what a mention reads
+as, `EntityRetriever` turns entity texts into indexes and mentions into candidates, `link_decisions`
+turns candidates into links, `RetrieverTraining` makes batches and paces the re-mining of negatives.
 """
 import logging
 import re
@@ -35,6 +34,7 @@ from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .encoding import LinkerEncoder
+from .exact_names import ExactNames
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
 from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
@@ -78,11 +78,10 @@ def make_arbo_linker(nlp: Language, name: str, model: Model, objective: Objectiv
 class ArboLinker(ConfiguredPipe):
     """Links `doc.ents` to KB entities retrieved by a dual encoder over a FAISS index.
 
-    Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and
-    `span._.kb_ents` (scispacy's shape: `[(kb_id, score), ...]`, best first, at most
-    `max_entities_per_mention`, none below `kb_ents_threshold`). A composite
-    mention split into parts gets `ent.kb_id_` "ID1|ID2", `span._.arbo_parts` (per part: text,
-    kb_id, ranked candidates) and in `kb_ents` each part's best candidate first.
+    Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and `span._.kb_ents`
+    (scispacy's shape: `[(kb_id, score), ...]`, best first, at most `max_entities_per_mention`, none
+    below `kb_ents_threshold`). A composite mention split into parts gets `ent.kb_id_` "ID1|ID2",
+    `span._.arbo_parts` (per part: text, kb_id, ranked candidates), each part's best first in `kb_ents`.
     """
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "arbo_linker", *, nlp: Optional[Language] = None,
@@ -93,6 +92,7 @@ class ArboLinker(ConfiguredPipe):
         self.encoder = LinkerEncoder(model, name, self._current_settings)
         self.read_mentions = MentionReader(vocab, name, self._current_settings, knowledge_units, self._graph_sides)
         self.training = RetrieverTraining(objective, settings.seed)
+        self.exact_names = ExactNames()
         self.retriever: Optional[EntityRetriever] = None
 
     def _current_settings(self) -> LinkerSettings:
@@ -119,7 +119,6 @@ class ArboLinker(ConfiguredPipe):
     @property
     def corpus_long_forms(self) -> Dict[str, str]:
         return self.read_mentions.corpus_long_forms
-
     # Knowledge base and index -----------------------------------------------------
 
     def set_kb(self, kb: BaseEntityStore) -> None:
@@ -235,7 +234,8 @@ class ArboLinker(ConfiguredPipe):
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
         memories = memories_after(self.nlp, self) if settings.linking == "independent" and settings.memory_first else []
-        remembered = remembered_links([span for _, span in located], memories)
+        names = self.exact_names.ids(self.require_retriever()) if settings.names_first else {}
+        remembered = remembered_links([span for _, span in located], memories, names)
         links = [known or Link([], NIL) for known in remembered]
         linkable = [i for i, (_, span) in enumerate(located) if remembered[i] is None and not WORDLESS.match(span.text)]
         if linkable:

@@ -4,7 +4,8 @@ mentions split into their parts, or clusters of mentions and entities (ArboEL A.
 Functions of candidates and vectors only, so each rule is tested without a pipeline.
 """
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from types import MappingProxyType
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Span
@@ -14,7 +15,7 @@ from ..kb.store import BaseEntityStore
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
 from ..training.mentions import TrainingMentions
-from .link_memory import LinkMemory, remembered_candidates
+from .link_memory import LinkMemory, memory_key, remembered_candidates
 from .links import best_above, kb_ents, write_link
 
 for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
@@ -36,12 +37,16 @@ class Link:
     parts: Optional[List[Tuple[str, str, Candidates]]] = None
 
 
-def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory]) -> List[Optional[Link]]:
+def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory],
+                     names: Mapping[str, str] = MappingProxyType({})) -> List[Optional[Link]]:
     """The links that `memories` (components after the linker) will write over each span, the
-    last one's winning; None where none remembers the span."""
+    last one's winning; else the one entity that the span's text names in `names`
+    (`exact_names.ExactNames`, its one candidate scored 1.0); None for the others."""
     links: List[Optional[Link]] = []
     for span in spans:
         found = next((f for memory in reversed(memories) if (f := memory.lookup(span)) is not None), None)
+        if found is None and (named := names.get(memory_key(span.text))) is not None:
+            found = (named, 1.0)
         links.append(None if found is None else Link(remembered_candidates(*found), found[0]))
     return links
 

@@ -60,10 +60,16 @@ class LinkerSettings(RetrievalSettings):
     clustering_scope: str = "batch"
     transductive: bool = False
     memory_first: bool = True
+    kb_names_first: bool = False
     refresh_every: int = 200
     alias_pairs_per_batch: int = 0
     precision: str = "auto"
     seed: int = 0
+
+    @property
+    def names_first(self) -> bool:
+        """Mentions written as an unambiguous KB name are linked before encoding."""
+        return self.kb_names_first and self.linking == "independent"
 
     def __post_init__(self) -> None:
         super().__post_init__()
