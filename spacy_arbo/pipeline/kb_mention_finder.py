@@ -6,8 +6,8 @@ linker decides: `kb_mention_filter`, placed after the linking components, remove
 proposals that were linked to NIL (below the linker's threshold), so a span that merely
 spells a KB name in passing is dropped by the linker's score, not kept by the matcher's.
 
-Names are matched as token sequences, case-blind except for short or all-capital names
-(abbreviations, where case is what separates "ALL" from "all"), with the spelling variants
+Names are matched as token sequences, case-blind except for abbreviations (short names with two
+capitals or more, where case is what separates "ALL" from "all"), with the spelling variants
 that separate a KB's name from the way a text writes it: plural and singular of the last word,
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
 parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
@@ -15,7 +15,7 @@ is proposed wherever it occurs when its long form reads as a KB name.
 """
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
 import srsly
 from spacy.language import Language
@@ -27,10 +27,10 @@ from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
 from ..kb.entities import NIL
-from .abbreviations import LongForms
 from ..kb.store import BaseEntityStore
 from ..settings import check_at_least, check_choice
 from ..util import ArboError, atomic_path, read_json
+from .abbreviations import LongForms
 
 MODES = ("add", "replace")
 NAMES_FILE = "names.json"
@@ -198,10 +198,6 @@ class KBMentionFinder(Pipe):
         sentence too early), is a KB name."""
         words = normal_form(long_form).split()
         return any(" ".join(words[i:]) in self._known for i in range(max(1, len(words) - 1)))
-
-    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
-        for doc in stream:
-            yield self(doc)
 
     # Serialization: the names; the matchers are rebuilt from them ------------------------
 
