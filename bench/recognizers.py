@@ -22,7 +22,7 @@ import srsly
 from spacy.scorer import PRFScore
 
 from spacy_arbo.corpora import read_docbin
-from spacy_arbo.evaluation import load_pipeline, recognizer_position, run_components
+from spacy_arbo.evaluation import load_pipeline, mention_spans, recognizer_position, run_components
 
 
 def folder_bytes(path: Path) -> int:
@@ -43,8 +43,7 @@ def measure(path: str, docs_path: str, repeats: int) -> Dict[str, Any]:
         found = list(run_components(nlp, finders, (nlp.make_doc(doc.text) for doc in gold)))
         seconds.append(time.perf_counter() - start)
     prf = PRFScore()
-    prf.score_set({(i, e.start_char, e.end_char) for i, d in enumerate(found) for e in d.ents},
-                  {(i, e.start_char, e.end_char) for i, d in enumerate(gold) for e in d.ents})
+    prf.score_set(mention_spans(found), mention_spans(gold))
     return {"pipeline": path, "components": finders, "ner_p": prf.precision, "ner_r": prf.recall,
             "ner_f": prf.fscore, "docs": len(gold), "docs_per_second": len(gold) / min(seconds),
             "megabytes": folder_bytes(Path(path)) / 1e6, "load_seconds": min(load_seconds)}

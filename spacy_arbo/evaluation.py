@@ -139,22 +139,32 @@ def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids
     return metrics
 
 
+def mention_spans(docs: List[Doc]) -> Set[Tuple[int, int, int]]:
+    """(doc, start, end) of every mention: recognition's items, labels aside (a linker needs the
+    mentions, not their types)."""
+    return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents}
+
+
 def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
     """(doc, start, end, id set) of every linked mention: end-to-end scoring's items."""
     return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
             for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
 
 
+def mention_finders(nlp: Language) -> List[str]:
+    """The components that find mentions: they set `doc.ents` without requiring them (a filter
+    of mentions found earlier, such as `kb_mention_filter`, requires them)."""
+    return [name for name in nlp.pipe_names
+            if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
+
+
 def recognizer_position(nlp: Language) -> int:
-    """The index in `nlp.pipe_names` of the last component that finds mentions: sets
-    `doc.ents` without requiring them (a filter of mentions found earlier, such as
-    `kb_mention_filter`, requires them)."""
-    finders = [i for i, name in enumerate(nlp.pipe_names)
-               if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
+    """The index in `nlp.pipe_names` of the last component that finds mentions."""
+    finders = mention_finders(nlp)
     if not finders:
         raise ArboError("The pipeline has no component that finds mentions (e.g. ner); "
                         "add one with `python -m spacy_arbo add-ner`.")
-    return finders[-1]
+    return nlp.pipe_names.index(finders[-1])
 
 
 def recognize_mentions(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Tuple[List[Doc], List[str]]:
@@ -185,11 +195,8 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
     predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))
     elapsed = time.perf_counter() - start
 
-    def spans(docs: List[Doc]) -> Set[Tuple[int, int, int]]:
-        return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents}
-
     metrics: Dict[str, Any] = {}
-    for name, items in (("ner", spans), ("e2e", end_to_end_links)):
+    for name, items in (("ner", mention_spans), ("e2e", end_to_end_links)):
         prf = PRFScore()
         prf.score_set(items(predicted), items(gold_docs))
         metrics.update({f"{name}_p": prf.precision, f"{name}_r": prf.recall, f"{name}_f": prf.fscore})

@@ -117,12 +117,12 @@ def select_pipeline(paths: Sequence[str], dev: PathLike, metric: str = "nel_micr
     check_min_gain(min_gain, "min_gain", metric)
     if len(set(paths)) < 2:
         raise ArboError(f"Choosing a pipeline needs two or more distinct pipelines; got {', '.join(paths)}.")
+    end_to_end = metric.startswith("e2e_")
     metrics: Dict[str, Dict[str, Any]] = {}
     for path in paths:
         nlp = load_pipeline(path)
-        score = evaluate_end_to_end if metric.startswith("e2e_") else evaluate_linking
-        metrics[path] = score(nlp, read_docbin(dev, nlp.vocab))
-        if not metrics[path].get("n_mentions", metrics[path].get("n_gold_mentions")):  # accuracy is None then, and link F a meaningless 0
+        metrics[path] = (evaluate_end_to_end if end_to_end else evaluate_linking)(nlp, read_docbin(dev, nlp.vocab))
+        if not metrics[path]["n_gold_mentions" if end_to_end else "n_mentions"]:  # scores are None or 0 then
             raise ArboError(f"{dev} has no gold mentions to choose a pipeline on.")
     trials = [Trial(path, scores[metric], cost=i) for i, (path, scores) in enumerate(metrics.items())]
     return PipelineChoice(metric, metrics, choose(trials, min_gain).setting)

@@ -5,9 +5,9 @@ from typing import Optional
 from spacy.language import Language
 
 from ..corpora import read_docbin
-from ..evaluation import docs_not_in
-from ..pipeline.arbo_linker import arbo_linkers
+from ..evaluation import docs_not_in, mention_finders
 from ..kb.store import BaseEntityStore, open_store
+from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
@@ -71,7 +71,7 @@ def add_kb_finder(nlp: Language, kb: BaseEntityStore, mode: Optional[str] = None
     for name in ("kb_mention_finder", "kb_mention_filter"):
         if name in nlp.pipe_names:
             raise ArboError(f"The pipeline already has a component named '{name}'.")
-    finders = [name for name in nlp.pipe_names if "doc.ents" in nlp.get_pipe_meta(name).assigns]
+    finders = mention_finders(nlp)
     mode = mode or ("add" if finders else "replace")
     if mode == "add" and not finders:
         raise ArboError("--mode add puts KB names beside a recognizer's mentions, but the pipeline has no recognizer; "

@@ -205,11 +205,7 @@ class KBMentionFinder(Pipe):
         return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
-        data = srsly.msgpack_loads(bytes_data)
-        self.cfg.update(data["cfg"])
-        self.names = list(data["names"])
-        self._build()
-        return self
+        return self._load(srsly.msgpack_loads(bytes_data), f"{self.name}'s bytes")
 
     def to_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> None:
         path = Path(path)
@@ -219,11 +215,13 @@ class KBMentionFinder(Pipe):
 
     def from_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
         file = Path(path) / NAMES_FILE
-        data = read_json(file)
+        return self._load(read_json(file), str(file))
+
+    def _load(self, data: Any, origin: str) -> "KBMentionFinder":
         try:
             names, cfg = list(data["names"]), dict(data["cfg"])
         except (KeyError, TypeError) as err:
-            raise ArboError(f"{file}: not a {self.name} names file (no {err}).") from None
+            raise ArboError(f"{origin}: not a {self.name} names file (no {err}).") from None
         self.cfg.update(cfg)
         self.names = names
         self._build()

@@ -1,5 +1,6 @@
 import pytest
 import spacy
+import srsly
 from spacy.tokens import Span
 
 from spacy_arbo.kb.entities import NIL
@@ -103,3 +104,5 @@ def test_clear_errors(toy_kb, tmp_path):
     (tmp_path / "names.json").write_text('{"names": []}')
     with pytest.raises(ArboError, match="names.json.*cfg"):
         finder.from_disk(tmp_path)
+    with pytest.raises(ArboError, match="kb_mention_finder's bytes.*cfg"):
+        finder.from_bytes(srsly.msgpack_dumps({"names": ["fever"]}))
