@@ -22,8 +22,9 @@ limits runs every step on a CPU, so the command is tried before a GPU is lent.
 
     python bench/gpu_check.py --pack .gpu_bundle          # here, after fetching the wheels
     python bench/gpu_check.py [--device cuda] [--bundle .gpu_bundle] [--site /tmp/spacy-arbo-site]
-        [--skip-tests] [--updates 700] [--kb-limit 0] [--docs-limit 0] [--data DIR] [--encoder DIR]
-        [--seeds-within SECONDS] [--work bench_gpu_work] [--output bench_gpu_check.json] [--commit SHA]
+        [--skip-tests] [--skip-core] [--seeds-within SECONDS] [--seeds reranker graph] [--updates 700]
+        [--kb-limit 0] [--docs-limit 0] [--data DIR] [--encoder DIR] [--work bench_gpu_work]
+        [--output bench_gpu_check.json] [--commit SHA]
     python bench/gpu_check.py --print-wheels 1            # one carry's pins, for pip download
 
 A CPU smoke run: python bench/gpu_check.py --device cpu --updates 4 --kb-limit 500 --docs-limit 12
@@ -249,13 +250,15 @@ SEEDS = {"reranker": ("configs/reranker.cfg", 2000), "graph": ("configs/retrieve
 LOG_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S")
 
 
-def train_seeds(paths: Dict[str, Path], work: Path, retriever: str, gpu_id: int, seconds: float) -> Dict[str, Any]:
+def train_seeds(paths: Dict[str, Path], work: Path, retriever: Optional[str], gpu_id: int, seconds: float,
+                names: List[str]) -> Dict[str, Any]:
     """The multi cross-encoder (behind the trained retriever) and GER's graph tower, each for
     its GPU budget of updates or its share of the `seconds` left, whichever ends first, scored
     on NCBI dev by spaCy's evaluations (model-best's scores)."""
     results: Dict[str, Any] = {}
     deadline = time.perf_counter() + seconds
-    for left, (name, (config, steps)) in zip(range(len(SEEDS), 0, -1), SEEDS.items()):
+    for left, name in zip(range(len(names), 0, -1), names):
+        config, steps = SEEDS[name]
         out = work / name
         command = [sys.executable, "-m", "spacy", "train", config, "--output", str(out),
                    "--paths.train", str(paths["train"]), "--paths.dev", str(paths["dev"]),
@@ -354,8 +357,10 @@ def main() -> None:
     parser.add_argument("--bundle", type=Path, help="a folder --pack wrote: install from it, read its data and encoder")
     parser.add_argument("--site", type=Path, default=Path("/tmp/spacy-arbo-site"), help="where --bundle's site goes")
     parser.add_argument("--skip-tests", action="store_true")
+    parser.add_argument("--skip-core", action="store_true", help="neither train the retriever nor link")
     parser.add_argument("--seeds-within", type=float, default=0, metavar="SECONDS",
-                        help="then train the seed methods (SEEDS) until SECONDS after the start, if a minute is left")
+                        help="then train the seed methods until SECONDS after the start, if a minute is left")
+    parser.add_argument("--seeds", nargs="+", choices=sorted(SEEDS), default=list(SEEDS), help="which seed methods")
     parser.add_argument("--updates", type=int, default=700, help="spacy train's max_steps (project.yml: 700)")
     parser.add_argument("--kb-limit", type=int, default=0, help="the first N CTD entities and those NCBI names (0: all)")
     parser.add_argument("--docs-limit", type=int, default=0, help="the first N documents of each NCBI split (0: all)")
@@ -369,6 +374,8 @@ def main() -> None:
     parser.add_argument("--wheels", nargs="+", type=Path, default=[ROOT / ".whl" / "1", ROOT / ".whl" / "2"],
                         help="--pack's folders of wheels")
     args = parser.parse_args()
+    if args.skip_core and args.seeds_within and "reranker" in args.seeds:
+        parser.error("the reranker seed trains behind the retriever that --skip-core leaves out")
     started = time.perf_counter()
     if args.print_wheels is not None:
         print(" ".join(carry_pins(args.print_wheels)))
@@ -394,14 +401,16 @@ def main() -> None:
     figures["tests"] = None if args.skip_tests else run_tests(args.data)
     save(figures, args.output)
     paths = prepare(args.data, args.work, args.kb_limit, args.docs_limit)
-    figures["train"] = train(paths, args.work, args.updates, gpu_id, args.encoder)
-    save(figures, args.output)
-    print(json.dumps(figures["train"]), flush=True)
-    figures.update(encode_and_link(figures["train"]["model"], paths["test"], args.device))
-    save(figures, args.output)
+    if not args.skip_core:
+        figures["train"] = train(paths, args.work, args.updates, gpu_id, args.encoder)
+        save(figures, args.output)
+        print(json.dumps(figures["train"]), flush=True)
+        figures.update(encode_and_link(figures["train"]["model"], paths["test"], args.device))
+        save(figures, args.output)
     left = args.seeds_within - (time.perf_counter() - started)
     if left >= 60:
-        figures["seeds"] = train_seeds(paths, args.work, figures["train"]["model"], gpu_id, left)
+        retriever = figures["train"]["model"] if "train" in figures else None
+        figures["seeds"] = train_seeds(paths, args.work, retriever, gpu_id, left, args.seeds)
         save(figures, args.output)
     print(json.dumps(figures, indent=2))
     print(f"Wrote {args.output}")

@@ -27,6 +27,7 @@ from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.retrieval.faiss_index import FaissIndex
 from spacy_arbo.retrieval.torch_search import TorchFlatSearch
 from spacy_arbo.torch_model import get_module
+from spacy_arbo.training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 from spacy_arbo.util import ArboError
 
 from .conftest import TOY_TEXTS, make_doc, shared_data_dir
@@ -83,13 +84,13 @@ def training_inputs(tmp_path: Path, toy_kb_dir: Path, toy_docs, real: bool, docs
     return paths
 
 
-def spacy_train_command(paths: Dict[str, Path], encoder: Path, out: Path, gpu_id: int):
-    """configs/retriever_frozen.cfg as project.yml's train-retriever runs it, for TRAIN_STEPS
-    updates from a small `encoder` (whose two layers the entity tower freezes)."""
-    return [sys.executable, "-m", "spacy", "train", "configs/retriever_frozen.cfg", "--output", str(out),
+def spacy_train_command(paths: Dict[str, Path], encoder: Path, out: Path, gpu_id: int, tower: str):
+    """configs/retriever_TOWER.cfg as project.yml's train-retriever runs it, for TRAIN_STEPS
+    updates from a small `encoder` (whose two layers the frozen recipe's entity tower freezes)."""
+    frozen = ["--components.arbo_linker.model.entity_tower.frozen_layers", "2"] if tower == "frozen" else []
+    return [sys.executable, "-m", "spacy", "train", f"configs/retriever_{tower}.cfg", "--output", str(out),
             "--paths.train", str(paths["train"]), "--paths.dev", str(paths["dev"]), "--paths.kb", str(paths["kb"]),
-            "--paths.encoder", str(encoder), "--paths.clock", str(out / "clock.json"),
-            "--components.arbo_linker.model.entity_tower.frozen_layers", "2",
+            "--paths.encoder", str(encoder), "--paths.clock", str(out / "clock.json"), *frozen,
             "--training.max_steps", str(TRAIN_STEPS), "--training.eval_frequency", "2", "--gpu-id", str(gpu_id)]
 
 
@@ -123,13 +124,15 @@ def test_same_top_k_allows_swaps_within_a_tie_only():
     assert_same_top_k((tied_end, np.array([[1, 2, 7]])), (tied_end, np.array([[1, 2, 3]])))
 
 
+@pytest.mark.parametrize("tower", ["frozen", "graph"])
 @pytest.mark.parametrize("gpu_id", [-1, pytest.param(0, marks=pytest.mark.gpu)])
-def test_the_frozen_recipe_runs_under_spacy_train(gpu_id, tmp_path, toy_kb_dir, toy_docs, tiny_bert_dir):
-    """On the GPU, a slice of NCBI with the CTD KB where the data are found; on the CPU (the
-    same command with --gpu-id -1), the toy KB and documents."""
+def test_a_retriever_recipe_runs_under_spacy_train(gpu_id, tower, tmp_path, toy_kb_dir, toy_docs, tiny_bert_dir):
+    """The workflow's recipe (frozen) and GER's (graph: hard negatives, knowledge units). On
+    the GPU, a slice of NCBI with the CTD KB where the data are found; on the CPU (the same
+    command with --gpu-id -1), the toy KB and documents."""
     paths = training_inputs(tmp_path, toy_kb_dir, toy_docs, real=gpu_id >= 0)
     out = tmp_path / "out"
-    result = subprocess.run(spacy_train_command(paths, tiny_bert_dir, out, gpu_id), cwd=ROOT,
+    result = subprocess.run(spacy_train_command(paths, tiny_bert_dir, out, gpu_id, tower), cwd=ROOT,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert ("Using GPU: 0" if gpu_id >= 0 else "Using CPU") in result.stdout
@@ -203,6 +206,29 @@ def test_torch_search_on_cuda_keeps_faiss_ties(metric):
         found, want = search.search(queries, k), expected.search(queries, k)
         np.testing.assert_array_equal(found[1], want[1])
         np.testing.assert_array_equal(found[0][found[1] >= 0], want[0][want[1] >= 0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(OBJECTIVES))
+def test_every_objective_trains_on_cuda(gpu, name, toy_kb_dir, tiny_bert_dir):
+    """The row numbers, targets and negatives an objective builds in numpy follow the scores
+    to the GPU."""
+    nlp, _, losses = train_toy(toy_kb_dir, OBJECTIVES[name], steps=12, model=tiny_dual_encoder(tiny_bert_dir))
+    assert next(get_module(nlp.get_pipe("arbo_linker").model).parameters()).device.type == "cuda"
+    assert np.isfinite(losses).all() and min(losses[1:]) < losses[0]
+
+
+@pytest.mark.gpu
+def test_synonym_alignment_trains_on_cuda(tiny_bert_dir, toy_kb):
+    """The KB-only recipe's step (tests/training/test_synonyms.py) with the tower on the GPU."""
+    torch.manual_seed(0)
+    tower = TransformerTower.from_pretrained(str(tiny_bert_dir), "mean", 16, use_markers=False).to("cuda")
+    pairs = synonym_pairs(toy_kb, np.random.default_rng(1))
+    same_before, other_before = name_alignment(tower, pairs)
+    losses = pretrain_synonyms(tower, toy_kb, epochs=40, batch_size=8, learning_rate=1e-3, progress=False)
+    same_after, other_after = name_alignment(tower, pairs)
+    assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+    assert same_after - other_after > same_before - other_before + 0.3
 
 
 @pytest.mark.gpu

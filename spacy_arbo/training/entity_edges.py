@@ -10,7 +10,7 @@ from ..settings import check_choice
 from . import losses
 from .arborescence import hard_negatives
 from .mentions import TrainingBatch
-from .objective_base import Objective, TrainingState, detached, entity_columns, entity_rows, gather_scores
+from .objective_base import Objective, TrainingState, detached, entity_columns, entity_rows, gather_scores, indices
 
 ENTITY_CACHES = ("none", "negatives", "all")
 
@@ -52,7 +52,7 @@ class InBatch(EntityEdges):
     (cosine with a learned scale, or BLINK's dot product, as the encoder is configured)."""
 
     def edge_loss(self, state, mentions, entities, gold, negatives):
-        return losses.in_batch_softmax(state.module.score(mentions, entities), torch.as_tensor(gold))
+        return losses.in_batch_softmax(state.module.score(mentions, entities), indices(gold, mentions))
 
 
 @dataclass
@@ -103,10 +103,10 @@ class HardNegatives(EntityEdges):
         # The softmax sees only the batch's gold entities, as in the original task.
         in_batch = np.unique(gold)
         softmax = losses.in_batch_softmax(
-            state.module.scale * similarity[:, torch.as_tensor(in_batch)],
-            torch.as_tensor(np.searchsorted(in_batch, gold)),
+            state.module.scale * similarity[:, indices(in_batch, similarity)],
+            indices(np.searchsorted(in_batch, gold), similarity),
         )
-        positive = similarity.gather(1, torch.as_tensor(gold).unsqueeze(1)).squeeze(1)
+        positive = similarity.gather(1, indices(gold, similarity).unsqueeze(1)).squeeze(1)
         negative, mask = gather_scores(similarity, negatives)
         a_h, b_h = state.module.logistic_calibration
         return softmax + losses.logistic_hard_negatives(positive, negative, mask, a_h, b_h)

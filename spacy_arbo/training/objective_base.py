@@ -72,6 +72,12 @@ def gather_scores(scores: torch.Tensor, columns: np.ndarray) -> Tuple[torch.Tens
     return scores.gather(1, index), mask
 
 
+def indices(values, like: torch.Tensor) -> torch.Tensor:
+    """Row or column numbers as a long tensor on `like`'s device: indexes and targets built in
+    numpy must follow the scores to the GPU."""
+    return torch.as_tensor(np.asarray(values), dtype=torch.long, device=like.device)
+
+
 def detached(vectors: torch.Tensor) -> np.ndarray:
     return vectors.detach().cpu().numpy().astype(np.float32)
 

@@ -23,7 +23,7 @@ from .entity_edges import ENTITY_CACHES, EntityEdges, HardNegatives, InBatch, Mi
 from .fgsm import Adversarial
 from .kb_softmax import KBSoftmax
 from .mentions import TrainingBatch
-from .objective_base import Objective, TrainingState, detached, entity_columns, entity_rows, gather_scores
+from .objective_base import Objective, TrainingState, detached, entity_columns, entity_rows, gather_scores, indices
 from .proxy import PROXY_NEGATIVES, Proxy
 
 __all__ = [
@@ -102,7 +102,7 @@ class Arborescence(Objective):
         loss = losses.edge_softmax(positive, torch.ones_like(positive, dtype=torch.bool), negative, mask)
         if self.entity_weight > 0:
             loss = loss + self.entity_weight * losses.in_batch_softmax(
-                state.module.score(mentions, entities), torch.as_tensor(gold_columns))
+                state.module.score(mentions, entities), indices(gold_columns, mentions))
         return loss
 
 

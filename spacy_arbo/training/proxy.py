@@ -3,14 +3,13 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-import torch
 
 from ..settings import check_choice
 from ..util import ArboError
 from . import losses
 from .arborescence import hard_negatives
 from .entity_edges import ENTITY_CACHES, EntityEdges, MinedNegatives
-from .objective_base import gather_scores
+from .objective_base import gather_scores, indices
 
 PROXY_NEGATIVES = ("random", "mixed", "mined")
 
@@ -85,7 +84,7 @@ class Proxy(EntityEdges):
 
     def edge_loss(self, state, mentions, entities, gold, negatives):
         similarity = mentions @ entities.T
-        positive = similarity.gather(1, torch.as_tensor(gold).unsqueeze(1)).squeeze(1)
+        positive = similarity.gather(1, indices(gold, similarity).unsqueeze(1)).squeeze(1)
         if self.share_negatives:
             negatives = np.tile(np.arange(len(entities)), (len(gold), 1))
             negatives[np.arange(len(gold)), gold] = -1

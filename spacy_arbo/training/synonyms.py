@@ -125,7 +125,8 @@ def train_on_pairs(tower: Tower, optimizer: torch.optim.Optimizer, pair_batches:
     for batch in pair_batches:
         if max_steps is not None and len(losses) >= max_steps:
             break
-        value = loss(tower.encode_entities(pair_inputs(batch)), torch.tensor([p.row for p in batch] * 2))
+        vectors = tower.encode_entities(pair_inputs(batch))
+        value = loss(vectors, torch.tensor([p.row for p in batch] * 2, device=vectors.device))
         optimizer.zero_grad()
         value.backward()
         optimizer.step()
