@@ -88,3 +88,26 @@ def test_kb_scale_pipeline_links_with_both_stores(tmp_path):
         assert figures[store]["mentions"] == 50
         assert 0.5 < figures[store]["accuracy"] <= 1.0
     assert figures["disk"]["accuracy"] == figures["memory"]["accuracy"]
+
+
+def test_gpu_bundle_encoder_comes_back_as_its_bf16_weights(tmp_path, tiny_bert_dir):
+    """gpu_check's bundle carries an encoder as two byte planes of its bf16 weights: unpacked,
+    every float weight is its bf16 rounding in fp32, the rest unchanged, and it loads."""
+    import importlib.util
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModel
+
+    spec = importlib.util.spec_from_file_location("gpu_check", BENCH / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    gpu_check.pack_encoder(tiny_bert_dir, tmp_path / "packed")
+    gpu_check.unpack_encoder(tmp_path / "packed", tmp_path / "encoder")
+    original, unpacked = load_file(tiny_bert_dir / "model.safetensors"), load_file(tmp_path / "encoder" / "model.safetensors")
+    assert unpacked.keys() == original.keys()
+    for name, tensor in original.items():
+        expected = tensor.to(torch.bfloat16).float() if tensor.is_floating_point() else tensor
+        assert unpacked[name].dtype == expected.dtype and torch.equal(unpacked[name], expected), name
+    assert (tmp_path / "encoder" / "vocab.txt").read_text() == (tiny_bert_dir / "vocab.txt").read_text()
+    AutoModel.from_pretrained(tmp_path / "encoder")
