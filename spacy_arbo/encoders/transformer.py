@@ -12,6 +12,7 @@ from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError, PathLike, atomic_path
 from .precision import Bf16Copy, autocast_gradient_passes
 from .quantized import Int8Copy
+from .shape_buckets import pad_to_bucket
 from .templates import END, MARKERS, START, TITLE, EntityInput, MentionInput
 from .tower import Tower
 
@@ -183,9 +184,13 @@ class TransformerTower(Tower):
             return self._low_precision_copy()(**inputs)
         if self.precision != "bf16":
             return self.encoder(**inputs).last_hidden_state
-        if "inputs_embeds" in inputs:
-            inputs["inputs_embeds"] = inputs["inputs_embeds"].to(torch.bfloat16)
-        return self._low_precision_copy().module(**inputs).last_hidden_state.float()
+        if "inputs_embeds" not in inputs:
+            return self._low_precision_copy().module(**inputs).last_hidden_state.float()
+        embeddings, mask = inputs["inputs_embeds"], inputs["attention_mask"]
+        if embeddings.device.type == "cpu":
+            embeddings, mask = pad_to_bucket(embeddings, mask)
+        hidden = self._low_precision_copy().module(inputs_embeds=embeddings.to(torch.bfloat16), attention_mask=mask)
+        return hidden.last_hidden_state[: len(inputs["attention_mask"]), : inputs["attention_mask"].shape[1]].float()
 
     def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.pooling == "cls":
