@@ -21,13 +21,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import faiss
 import numpy as np
 
+from spacy_arbo.encoders.templates import EntityInput
 from spacy_arbo.retrieval.faiss_index import INDEX_FILE, MAX_DEFAULT_NLIST, MAX_POINTS_PER_CENTROID, ExactTopK, \
     FaissIndex
+from spacy_arbo.retrieval.faiss_recall import recall_queries
 
 CHUNK = 200_000
 COARSE_CENTRES = 1024
@@ -55,6 +57,77 @@ class SyntheticVectors:
     def sample(self, count: int, stream: int) -> np.ndarray:
         return self.draw(np.random.default_rng([self.seed, 2, stream]), count)
 
+    def training_sample(self, count: int) -> np.ndarray:
+        return self.sample(count, stream=0)
+
+    def queries(self, count: int) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """(measured queries, tuning queries: None, the index's own sampled vectors)."""
+        return self.sample(count, stream=1), None
+
+    def describe(self) -> Dict[str, Any]:
+        return {"vectors": "synthetic"}
+
+
+class EncodedTexts:
+    """Real vectors: a trained linker's entity tower over real strings (the KB's names and
+    aliases as its index holds them, then the word n-grams of corpora, longest last), queried
+    with its mention tower's vectors of gold mentions (one corpus measures, another tunes)."""
+
+    def __init__(self, pipeline: str, n: int, corpora: List[Path], measure: Path, tune: Path, folder: Path,
+                 seed: int) -> None:
+        import spacy
+
+        from spacy_arbo.corpora import read_docbin
+
+        nlp = spacy.load(pipeline)
+        self.linker = next(proc for _, proc in nlp.pipeline if hasattr(proc, "encode_mentions"))
+        self.n, self.seed = n, seed
+        kb_texts = self.linker.retriever.entity_texts()[0]
+        strings = dict.fromkeys(text.title for text in kb_texts)
+        docs = [doc for path in corpora for doc in read_docbin(path, nlp.vocab)]
+        for width in range(1, 7):
+            for doc in docs:
+                for start in range(len(doc) - width + 1):
+                    span = doc[start:start + width]
+                    if any(token.is_alpha for token in span):
+                        strings.setdefault(span.text)
+            if len(strings) >= n:
+                break
+        if len(strings) < n:
+            raise SystemExit(f"The KB and the corpora give {len(strings):,} distinct strings; --n asks for {n:,}.")
+        texts = (kb_texts + [EntityInput(text, "") for text in list(strings)[len(kb_texts):n]])[:n]
+        self.sources = {"kb_texts": min(n, len(kb_texts)), "ngrams": max(0, n - len(kb_texts)),
+                        "max_ngram_words": width}
+        started = time.perf_counter()
+        self.matrix = np.lib.format.open_memmap(folder / "vectors.npy", mode="w+", dtype=np.float32,
+                                                shape=(n, self.linker.encoder.dim))
+        for start in range(0, n, CHUNK):
+            self.matrix[start:start + CHUNK] = self.linker.encoder.encode_entities(texts[start:start + CHUNK])
+            print(f"\r  encoded {min(n, start + CHUNK):,} / {n:,}", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        self.encode_s = time.perf_counter() - started
+        self.mentions = {name: self.mention_vectors(read_docbin(path, nlp.vocab)) for name, path in
+                         (("measure", measure), ("tune", tune))}
+        self.corpora = {"strings": [str(c) for c in corpora], "measure": str(measure), "tune": str(tune)}
+
+    def mention_vectors(self, docs) -> np.ndarray:
+        spans = [ent for doc in docs for ent in doc.ents]
+        return self.linker.encode_mentions(self.linker.mention_inputs(spans)).astype(np.float32)
+
+    def block(self, start: int, stop: int) -> np.ndarray:
+        return np.ascontiguousarray(self.matrix[start:stop])
+
+    def training_sample(self, count: int) -> np.ndarray:
+        rows = np.sort(np.random.default_rng([self.seed, 0]).choice(self.n, size=min(count, self.n), replace=False))
+        return np.ascontiguousarray(self.matrix[rows])
+
+    def queries(self, count: int) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        return self.mentions["measure"], self.mentions["tune"]
+
+    def describe(self) -> Dict[str, Any]:
+        return {"vectors": "real", **self.sources, "encode_s": round(self.encode_s, 1), **self.corpora,
+                "queries_measure": len(self.mentions["measure"]), "queries_tune": len(self.mentions["tune"])}
+
 
 def _unit(matrix: np.ndarray) -> np.ndarray:
     return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
@@ -68,8 +141,9 @@ def rss_gb() -> Tuple[float, float]:
 
 
 def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
-    data = SyntheticVectors(args.n, args.dim, args.seed)
-    queries = data.sample(args.queries, stream=1)
+    data = SyntheticVectors(args.n, args.dim, args.seed) if args.real is None else EncodedTexts(
+        args.real, args.n, args.strings_from, args.measure_on, args.tune_on, out, args.seed)
+    queries, tuning = data.queries(args.queries)
     exact = ExactTopK(queries, args.k)
     timings = {"generate": 0.0, "exact": 0.0}
 
@@ -82,25 +156,47 @@ def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
             began = time.perf_counter()
             exact.update(block, np.arange(start, stop, dtype=np.int64))
             timings["exact"] += time.perf_counter() - began
+            for probe in others.values():
+                probe.update(block, np.arange(start, stop, dtype=np.int64))
             yield block, None
             print(f"\r  added {stop:,} / {args.n:,}", end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
 
-    sample = data.sample(min(args.n, MAX_DEFAULT_NLIST * MAX_POINTS_PER_CENTROID), stream=0)
+    sample = data.training_sample(min(args.n, MAX_DEFAULT_NLIST * MAX_POINTS_PER_CENTROID))
+    # Recall against exact search for other queries too: the indexed vectors the index tunes
+    # on by default, and the tuning queries where there are some.
+    others = {"indexed vectors": ExactTopK(recall_queries(sample, 0), args.k)}
+    if tuning is not None:
+        others["tuning queries"] = ExactTopK(tuning, args.k)
     began = time.perf_counter()
     index = FaissIndex.build_from_chunks(chunks(), count=args.n, sample=sample, kind=args.kind,
-                                         recall_target=args.recall_target, recall_k=args.k, use_gpu=False)
+                                         recall_target=args.recall_target, recall_k=args.k,
+                                         tuning_queries=tuning, use_gpu=False)
     total = time.perf_counter() - began
     index.to_disk(out / "index")
     np.savez(out / "exact.npz", queries=queries, ids=exact.ids)
+    curve = nprobe_curve(out, {"measured queries": exact, **others}, args.k) if index.kind.startswith("ivf") else None
     return {
-        "n": args.n, "dim": args.dim, "kind": index.kind, "params": index.params,
+        "n": args.n, "dim": index.dim, **data.describe(), "kind": index.kind, "params": index.params,
+        "nprobe_curve": curve,
         "build_s": round(total - timings["generate"] - timings["exact"], 1),
         "generate_s": round(timings["generate"], 1),
-        "exact_ms_per_query": round(timings["exact"] * 1000 / len(queries), 2),
+        "queries": len(queries), "exact_ms_per_query": round(timings["exact"] * 1000 / len(queries), 2),
         "build_peak_rss_gb": round(rss_gb()[1], 2),
         "index_gb": round((out / "index" / INDEX_FILE).stat().st_size / 1e9, 3),
     }
+
+
+def nprobe_curve(path: Path, probes: Dict[str, ExactTopK], k: int) -> List[Dict[str, Any]]:
+    """Recall@k against exact search of each kind of query at every power-of-two nprobe."""
+    index = faiss.read_index(str(path / "index" / INDEX_FILE))
+    ivf = faiss.extract_index_ivf(index)
+    curve = []
+    for nprobe in sorted({min(2 ** i, ivf.nlist) for i in range(ivf.nlist.bit_length() + 1)}):
+        ivf.nprobe = nprobe
+        curve.append({"nprobe": nprobe, **{name: round(probe.recall(index.search(probe.queries, k)[1]), 4)
+                                            for name, probe in probes.items()}})
+    return curve
 
 
 def serve(path: Path, batch: int) -> Dict[str, Any]:
@@ -148,9 +244,16 @@ def main() -> None:
     parser.add_argument("--recall-target", type=float, default=0.95)
     parser.add_argument("--batch", type=int, default=64, help="queries per batched search (a batch of mentions)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", metavar="PIPELINE", help="real vectors: this pipeline's linker encodes strings")
+    parser.add_argument("--strings-from", nargs="+", type=Path, default=[], metavar="DOCS.spacy",
+                        help="--real: corpora whose word n-grams follow the KB's texts")
+    parser.add_argument("--measure-on", type=Path, metavar="DOCS.spacy", help="--real: gold mentions measured")
+    parser.add_argument("--tune-on", type=Path, metavar="DOCS.spacy", help="--real: gold mentions nprobe is tuned on")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--serve", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.real and not (args.strings_from and args.measure_on and args.tune_on):
+        parser.error("--real needs --strings-from, --measure-on and --tune-on")
     if args.serve:
         print(json.dumps(serve(args.serve, args.batch)))
         return
@@ -171,7 +274,7 @@ def main() -> None:
             (f"batched ({args.batch}) p50 / p99 ms per query", f"{result['batched_p50_ms']} / {result['batched_p99_ms']}"),
             ("exact search ms per query (chunked, batched)", result["exact_ms_per_query"]),
             ("speed-up over exact (batched p50)", result["x_exact_batched"]),
-            (f"recall@{args.k} vs exact ({args.queries:,} queries)", result[f"recall@{args.k}"])]
+            (f"recall@{args.k} vs exact ({result['queries']:,} queries)", result[f"recall@{args.k}"])]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")

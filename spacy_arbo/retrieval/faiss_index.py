@@ -119,6 +119,7 @@ class FaissIndex:
         sq_type: str = "8bit",
         recall_target: float = 0.95,
         recall_k: int = 64,
+        tuning_queries: Optional[np.ndarray] = None,
         use_gpu: Optional[bool] = None,
         seed: int = 0,
     ) -> "FaissIndex":
@@ -131,7 +132,8 @@ class FaissIndex:
         nlist defaults to about 4 * sqrt(count), at most MAX_DEFAULT_NLIST and lowered so
         every list has enough training points; pq_m (sub-quantizers) to about dim / 8.
         nprobe / ef_search None: the smallest value reaching `recall_target` of the exact
-        top `recall_k` for sampled indexed vectors (measured while the chunks are added).
+        top `recall_k` for `tuning_queries` (queries like those the index will serve, e.g.
+        mention vectors; default: sampled indexed vectors), measured while the chunks are added.
         use_gpu: None moves the index to a GPU when faiss has one (never HNSW), and a flat
         index to torch's exact search when only torch has one (torch_search.py).
         seed fixes IVF and PQ training, so rebuilding gives the same index; HNSW
@@ -174,7 +176,12 @@ class FaissIndex:
             tuned = ("nprobe", tried, lambda value: setattr(ivf, "nprobe", value))
         if not index.is_trained:
             index.train(train)
-        probe = None if tuned is None else ExactTopK(recall_queries(train, seed), recall_k, metric)
+        if tuning_queries is not None:
+            tuning_queries = as_matrix(tuning_queries, "tuning_queries")
+            if tuning_queries.shape[1] != dim:
+                raise ArboError(f"tuning_queries have dimension {tuning_queries.shape[1]}; the sample has {dim}.")
+        probe = None if tuned is None else ExactTopK(
+            recall_queries(train, seed) if tuning_queries is None else tuning_queries, recall_k, metric)
         added = 0
         for vectors, ids in chunks:
             matrix = as_matrix(vectors, "vectors")

@@ -410,3 +410,19 @@ def test_update_refuses_hnsw():
     index = FaissIndex.build(random_vectors(50), "hnsw")
     with pytest.raises(ArboError, match="hnsw index cannot drop vectors"):
         index.update(np.array([1]), random_vectors(1), np.array([1]), "x")
+
+
+def test_tuning_queries_set_the_search_width_for_queries_like_them():
+    """Queries unlike the indexed vectors (here: between two clusters) need another search
+    width than the indexed vectors do; tuning on queries like them finds it."""
+    vectors = clustered_vectors(4000, centres=40, seed=3)
+    pairs = np.random.default_rng(6).integers(0, 4000, size=(400, 2))
+    queries = vectors[pairs[:, 0]] + vectors[pairs[:, 1]]  # between two clusters
+    queries = (queries / np.linalg.norm(queries, axis=1, keepdims=True)).astype(np.float32)
+    default = FaissIndex.build(vectors, "ivfsq", recall_target=0.9, recall_k=16)
+    tuned = FaissIndex.build(vectors, "ivfsq", recall_target=0.9, recall_k=16, tuning_queries=queries[:200])
+    held_out = queries[200:]
+    assert tuned.params["nprobe"] > default.params["nprobe"]
+    assert exact_recall(tuned, vectors, held_out, 16) >= 0.85 > exact_recall(default, vectors, held_out, 16)
+    with pytest.raises(ArboError, match="tuning_queries have dimension 3"):
+        FaissIndex.build(vectors, "ivfsq", tuning_queries=np.ones((4, 3), np.float32))
