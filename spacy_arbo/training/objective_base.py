@@ -2,7 +2,7 @@
 the batch, the `Objective` interface the component calls, and the steps of turning
 (mention, entity) edges into rows, columns and scores."""
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -72,7 +72,7 @@ def gather_scores(scores: torch.Tensor, columns: np.ndarray) -> Tuple[torch.Tens
     return scores.gather(1, index), mask
 
 
-def indices(values, like: torch.Tensor) -> torch.Tensor:
+def indices(values: Union[np.ndarray, Sequence[int]], like: torch.Tensor) -> torch.Tensor:
     """Row or column numbers as a long tensor on `like`'s device: indexes and targets built in
     numpy must follow the scores to the GPU."""
     return torch.as_tensor(np.asarray(values), dtype=torch.long, device=like.device)
