@@ -78,7 +78,7 @@ def add_kb_finder(nlp: Language, kb: BaseEntityStore, mode: Optional[str] = None
                         "add one first (add-ner) or use --mode replace.")
     placement = {"after": finders[-1]} if finders else {"first": True}
     finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label}, **placement)
-    finder.set_names([text for text, _ in kb.alias_pairs()], nlp)
+    finder.set_names([text for text, _ in kb.alias_pairs()])
     nlp.add_pipe("kb_mention_filter", config={"spans_key": finder.cfg["spans_key"]}, last=True)
     use_found_mentions(nlp)
 

@@ -106,14 +106,16 @@ class KBMentionFinder(Pipe):
     mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`.
     Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
 
-    def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str) -> None:
+    def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
+                 make_doc: Callable[[str], Doc]) -> None:
+        """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are."""
         check_choice("mode", mode, MODES)
         check_at_least(1, min_chars=min_chars)
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key}
         self.names: List[str] = []
-        self._make_doc: Optional[Callable[[str], Doc]] = None
+        self._make_doc = make_doc
         self._matchers: Dict[str, PhraseMatcher] = {}
         self._known: Set[str] = set()
         self._long_forms: Optional[LongForms] = None
@@ -124,21 +126,16 @@ class KBMentionFinder(Pipe):
         if kb_loader is None:
             raise ArboError(f"{self.name}: initialize needs a kb_loader, e.g. "
                             f"[initialize.components.{self.name}.kb_loader] @misc = \"spacy_arbo.KBFromDir.v1\".")
-        self.set_names([text for text, _ in kb_loader(self.vocab).alias_pairs()], nlp)
+        self.set_names([text for text, _ in kb_loader(self.vocab).alias_pairs()])
 
-    def set_names(self, names: Iterable[str], nlp: Optional[Language] = None) -> None:
+    def set_names(self, names: Iterable[str]) -> None:
         """Match these names (and their variants) from now on."""
         self.names = sorted({" ".join(n.split()) for n in names if n and n.strip()})
         if not self.names:
             raise ArboError(f"{self.name}: the KB has no names to match.")
-        self._make_doc = nlp.make_doc if nlp is not None else self._make_doc
         self._build()
 
     def _build(self) -> None:
-        if self._make_doc is None:
-            from spacy.lang.en import English  # the tokenizer of the pipeline's language when it is known
-
-            self._make_doc = English(vocab=self.vocab).make_doc
         stop_words = self._stop_words()
         by_case: Dict[str, Set[str]] = {"LOWER": set(), "ORTH": set()}
         for name in self.names:
@@ -245,9 +242,8 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
                   default_config={"label": "Disease", "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
 def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: str, min_chars: int,
                            spans_key: str) -> KBMentionFinder:
-    finder = KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key)
-    finder._make_doc = nlp.make_doc
-    return finder
+    return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
+                           make_doc=nlp.make_doc)
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],
