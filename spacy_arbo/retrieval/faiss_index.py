@@ -283,8 +283,8 @@ class FaissIndex:
             index.remove_ids(gone)
         if len(matrix):
             index.add_with_ids(matrix, new_ids)
-        if self.on_gpu:  # GPU indexes are updated through a CPU copy
-            self._index, self._on_gpu = _place(index, self.kind, True)
+        if index is not self._index:  # updated through a CPU FAISS copy
+            self._index, self._on_gpu = _place(index, self.kind, self.on_gpu)
         self._fingerprint = fingerprint
 
     # Serialization: the format and its checks are in faiss_format.py --------------
@@ -333,7 +333,7 @@ class FaissIndex:
                    fingerprint=meta["fingerprint"], use_gpu=use_gpu)
 
     def _cpu_index(self) -> "faiss.Index":
-        # GPU indexes cannot be serialized directly.
+        # GPU and torch indexes cannot be serialized directly.
         if isinstance(self._index, torch_search.TorchFlatSearch):
             return self._index.to_faiss()
         return faiss.index_gpu_to_cpu(self._index) if self.on_gpu else self._index
@@ -355,7 +355,8 @@ def _gpu_resources() -> "faiss.StandardGpuResources":
 
 def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["faiss.Index", bool]:
     """Move a CPU index to GPU 0 when asked (or, with use_gpu=None, when possible): FAISS's GPU
-    index where faiss has GPU support, else, for a flat index, torch's exact search on CUDA."""
+    index where faiss has GPU support, else, for a flat index, torch's exact search on CUDA.
+    A flat index left on the CPU is searched by torch there too (faster, same results)."""
     on_torch = kind == "flat" and not gpu_available() and torch_search.torch_device() is not None
     if use_gpu is None:
         use_gpu, explicit = gpu_available() or on_torch, False
@@ -367,7 +368,7 @@ def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["f
     else:
         explicit = True
     if not use_gpu:
-        return index, False
+        return (torch_search.TorchFlatSearch.from_faiss(index, "cpu") if kind == "flat" else index), False
     if on_torch:
         return torch_search.TorchFlatSearch.from_faiss(index, torch_search.torch_device()), True
     if kind == "hnsw":

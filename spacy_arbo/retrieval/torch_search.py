@@ -1,9 +1,11 @@
-"""Exact nearest-neighbour search on torch: the flat index's GPU placement without faiss-gpu.
+"""Exact nearest-neighbour search on torch: how a flat index is searched, on a CPU or a GPU.
 
 faiss-cpu cannot put an index on a GPU, and faiss-gpu wheels are not built for every CUDA
 version, but a CUDA build of torch can hold a flat index's vectors on the device and search
 them as FAISS's flat index does: a matrix product per chunk of queries and of vectors, and
-the top k kept across chunks. Ties are broken as FAISS's flat index breaks them, so a
+the top k kept across chunks. On a CPU the same search is also faster than FAISS's flat
+index at the depths the linker reads (hundreds of rows a query), where FAISS spends its
+time in a result heap per query. Ties are broken as FAISS's flat index breaks them, so a
 pipeline links the same on either placement: of vectors with equal scores the earliest rows
 are kept, listed in the order FAISS's result heap leaves them in (latest first for inner
 products, earliest first for distances). Results come
@@ -17,9 +19,9 @@ import torch
 
 from ..util import ArboError
 
-# A chunk of 1,024 queries against 65,536 vectors holds a 256 MB score matrix.
-QUERY_CHUNK = 1 << 10
-KEY_CHUNK = 1 << 16
+# (queries, vectors) a chunk holds, by device: a 256 MB score matrix on a GPU; on a CPU
+# 128 MB, with the KB's vectors in as few chunks as possible (merging chunks costs a top k).
+CHUNKS = {"cuda": (1 << 10, 1 << 16), "cpu": (1 << 7, 1 << 18)}
 
 
 def torch_device() -> Optional[str]:
@@ -41,8 +43,8 @@ class TorchFlatSearch:
         metric: str = "ip",
         *,
         device: str = "cuda",
-        query_chunk: int = QUERY_CHUNK,
-        key_chunk: int = KEY_CHUNK,
+        query_chunk: Optional[int] = None,
+        key_chunk: Optional[int] = None,
     ) -> None:
         if metric not in ("ip", "l2"):
             raise ArboError(f"Unknown metric '{metric}'; choose one of ip, l2.")
@@ -50,7 +52,9 @@ class TorchFlatSearch:
             raise ArboError(f"Got {len(ids)} ids for vectors of shape {vectors.shape}.")
         self.metric = metric
         self.device = torch.device(device)
-        self.query_chunk, self.key_chunk = query_chunk, key_chunk
+        default_queries, default_keys = CHUNKS["cpu" if self.device.type == "cpu" else "cuda"]
+        self.query_chunk = query_chunk or default_queries
+        self.key_chunk = key_chunk or default_keys
         self.d = vectors.shape[1]
         self._vectors = torch.as_tensor(np.ascontiguousarray(vectors, dtype=np.float32)).to(self.device)
         self._ids = torch.as_tensor(np.asarray(ids, dtype=np.int64)).to(self.device)
@@ -113,7 +117,9 @@ class TorchFlatSearch:
                 scores += self._bias[offset:offset + self.key_chunk]
             rows = torch.arange(offset, offset + len(keys), device=self.device).expand(len(queries), -1)
             scores, rows = keep_best(scores, rows, k)
-            best, best_rows = keep_best(torch.cat([best, scores], 1), torch.cat([best_rows, rows], 1), k)
+            if best.shape[1]:
+                scores, rows = keep_best(torch.cat([best, scores], 1), torch.cat([best_rows, rows], 1), k)
+            best, best_rows = scores, rows
         if self.metric == "ip":  # of equal inner products, FAISS lists the latest row first
             best, best_rows = best.flip(1), best_rows.flip(1)
         order = torch.sort(best, dim=1, descending=True, stable=True).indices
@@ -125,9 +131,16 @@ def keep_best(scores: torch.Tensor, rows: torch.Tensor, k: int) -> Tuple[torch.T
     scores and, of equal scores, the lowest rows (FAISS's choice), still in row order."""
     width = scores.shape[1]
     k = min(k, width)
-    kth = torch.topk(scores, k, dim=1).values[:, -1:]
-    # Every score above the k-th, then the earliest of those equal to it.
-    earlier = torch.arange(width, 0, -1, dtype=torch.int32, device=scores.device)
-    priority = torch.where(scores > kth, earlier + width, torch.where(scores == kth, earlier, 0))
-    chosen = torch.topk(priority, k, dim=1).indices.sort(dim=1).values
+    # One more than k: where the (k+1)-th score equals the k-th, topk chose among tied
+    # scores arbitrarily; there take every score above the k-th, then the earliest equal to it.
+    top = torch.topk(scores, min(k + 1, width), dim=1)
+    chosen = top.indices[:, :k]
+    kth = top.values[:, k - 1:k]
+    tied = (top.values[:, k] == kth[:, 0]).nonzero().flatten() if width > k else chosen.new_empty(0)
+    if len(tied):
+        earlier = torch.arange(width, 0, -1, dtype=torch.int32, device=scores.device)
+        some, bound = scores[tied], kth[tied]
+        priority = torch.where(some > bound, earlier + width, torch.where(some == bound, earlier, 0))
+        chosen = chosen.index_put((tied,), torch.topk(priority, k, dim=1).indices)
+    chosen = chosen.sort(dim=1).values
     return scores.gather(1, chosen), rows.gather(1, chosen)

@@ -1,6 +1,7 @@
 """Torch's exact search gives what FAISS's flat index gives: the same ids (ties included) and
-the same scores within float tolerance, here on CPU tensors; and `FaissIndex` places a flat
-index on it where only torch sees a GPU, searching, updating and saving it as a CPU index."""
+the same scores within float tolerance, here on CPU tensors; and `FaissIndex` searches a flat
+index with it on a CPU, and places one on it where only torch sees a GPU, searching, updating
+and saving it as a CPU index."""
 import faiss
 import numpy as np
 import pytest
@@ -148,3 +149,19 @@ def test_faiss_gpu_comes_before_torch(torch_gpu, monkeypatch):
     gpu = FakeGpu(monkeypatch)
     index = FaissIndex.build(random_vectors(40))
     assert index.on_gpu and gpu.moves == [("gpu", "resources", 0)]
+
+
+def test_a_flat_index_on_a_cpu_is_searched_by_torch_with_faiss_results(tmp_path):
+    vectors, queries = clustered_vectors(600, seed=1), random_vectors(30, seed=2)
+    index = FaissIndex.build(vectors, "flat", use_gpu=False)
+    assert isinstance(index._index, TorchFlatSearch) and not index.on_gpu
+    expected = faiss_flat(vectors, "ip")
+    for k in (1, 64, 256):
+        scores, ids = index.search(queries, k)
+        want_scores, want_ids = expected.search(queries, k)
+        np.testing.assert_array_equal(ids, want_ids)
+        np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-5)
+    index.to_disk(tmp_path / "index")
+    loaded = FaissIndex.from_disk(tmp_path / "index", use_gpu=False)
+    assert isinstance(loaded._index, TorchFlatSearch)
+    np.testing.assert_array_equal(loaded.search(queries, 64)[1], expected.search(queries, 64)[1])
