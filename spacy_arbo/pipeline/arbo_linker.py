@@ -34,10 +34,11 @@ from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .encoding import LinkerEncoder
-from .exact_names import ExactNames
+from .exact_names import ExactNames, candidates_read_after
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
+from .link_decisions import (Link, cluster_links, named_links, nearest_links, remembered_links, split_composites,
+                             write_decision)
 from .link_memory import memories_after
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
 from .mention_inputs import MentionReader
@@ -234,13 +235,18 @@ class ArboLinker(ConfiguredPipe):
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
         memories = memories_after(self.nlp, self) if settings.linking == "independent" and settings.memory_first else []
-        names = self.exact_names.ids(self.require_retriever()) if settings.names_first else {}
-        remembered = remembered_links([span for _, span in located], memories, names)
+        remembered = remembered_links([span for _, span in located], memories)
         links = [known or Link([], NIL) for known in remembered]
         linkable = [i for i, (_, span) in enumerate(located) if remembered[i] is None and not WORDLESS.match(span.text)]
+        mentions = self.read_mentions([located[i][1] for i in linkable])
+        if settings.names_first and not candidates_read_after(self.nlp, self):
+            named = named_links(mentions, self.exact_names.ids(self.require_retriever()))
+            for i, link in zip(linkable, named):
+                links[i] = link or links[i]
+            unnamed = [j for j, link in enumerate(named) if link is None]
+            linkable, mentions = [linkable[j] for j in unnamed], [mentions[j] for j in unnamed]
         if linkable:
             spans = [located[i][1] for i in linkable]
-            mentions = self.read_mentions(spans)
             parts = [composite_parts(s) if settings.composites != "whole" else [] for s in spans]
             part_mentions = [replace(m, mention=text) for m, texts in zip(mentions, parts) for text in texts]
             if settings.linking == "independent":

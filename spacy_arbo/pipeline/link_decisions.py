@@ -4,12 +4,12 @@ mentions split into their parts, or clusters of mentions and entities (ArboEL A.
 Functions of candidates and vectors only, so each rule is tested without a pipeline.
 """
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Span
 
+from ..encoders.templates import MentionInput
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..linking.mention_graph import cluster_mentions
@@ -37,18 +37,22 @@ class Link:
     parts: Optional[List[Tuple[str, str, Candidates]]] = None
 
 
-def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory],
-                     names: Mapping[str, str] = MappingProxyType({})) -> List[Optional[Link]]:
+def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory]) -> List[Optional[Link]]:
     """The links that `memories` (components after the linker) will write over each span, the
-    last one's winning; else the one entity that the span's text names in `names`
-    (`exact_names.ExactNames`, its one candidate scored 1.0); None for the others."""
+    last one's winning; None for the others."""
     links: List[Optional[Link]] = []
     for span in spans:
         found = next((f for memory in reversed(memories) if (f := memory.lookup(span)) is not None), None)
-        if found is None and (named := names.get(memory_key(span.text))) is not None:
-            found = (named, 1.0)
         links.append(None if found is None else Link(remembered_candidates(*found), found[0]))
     return links
+
+
+def named_links(mentions: Sequence[MentionInput], names: Mapping[str, str]) -> List[Optional[Link]]:
+    """The one entity each mention names in `names` (`exact_names.ExactNames`), read as the
+    encoder would read it (an abbreviation as its long form), its one candidate scored 1.0;
+    None for the others."""
+    found = [names.get(memory_key(mention.mention)) for mention in mentions]
+    return [None if kb_id is None else Link(remembered_candidates(kb_id, 1.0), kb_id) for kb_id in found]
 
 
 def nearest_links(ranked: Sequence[Candidates], threshold: Optional[float]) -> List[Link]:

@@ -1,10 +1,13 @@
-"""With `kb_names_first`, a mention written as a KB name of one entity is linked to it without
-being encoded; names of two entities, other texts and what a link memory remembers are not."""
+"""With `kb_names_first`, a mention written as a KB name of one entity (an abbreviation read as
+the long form its doc defines) is linked to it without being encoded; names of two entities,
+other texts, what a link memory remembers and mentions whose candidates a reranker reads are not."""
+from spacy_arbo.cli.settings import apply_settings
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
+from spacy_arbo.pipeline.exact_names import candidates_read_after
 
 from ..conftest import make_doc
-from ..util import make_nlp, unlinked
+from ..util import make_nlp, make_two_stage_nlp, unlinked
 from .test_memory_first import recorded_mentions
 
 WILSON, DIABETES, COLORECTAL = "MESH:D006527", "MESH:D003920", "MESH:D015179"
@@ -42,3 +45,27 @@ def test_a_link_memory_after_the_linker_wins_over_names(toy_kb_dir):
 def test_clustering_reads_every_mention(toy_kb_dir):
     _, encoded = linked(make_nlp(toy_kb_dir, kb_names_first=True, linking="clustering", candidate_source="dense"))
     assert "WILSON-DISEASE" in encoded
+
+
+def test_an_abbreviation_is_read_as_the_long_form_its_doc_defines(toy_kb, tmp_path):
+    # "WD" names two entities; this doc defines it as "Wilson disease", a name of one.
+    kb = EntityStore([*toy_kb, Entity("MESH:D999999", "Wandering disorder", ("WD",))], source="toy")
+    kb.to_disk(tmp_path / "kb")
+    nlp = make_nlp(tmp_path / "kb", kb_names_first=True)
+    encoded = recorded_mentions(nlp)
+    text = "Wilson disease (WD) is rare; WD causes sugar trouble."
+    doc = nlp(unlinked(nlp, [make_doc(nlp, text, [("WD", ""), ("WD", ""), ("sugar trouble", "")])])[0])
+    assert [(e.kb_id_, e._.kb_candidates) for e in doc.ents[:2]] == [(WILSON, [(WILSON, 1.0)])] * 2
+    assert encoded == ["sugar trouble"]
+
+
+def test_no_mention_is_answered_by_name_before_a_reranker(tiny_bert_dir, toy_kb_dir):
+    nlp = make_two_stage_nlp(tiny_bert_dir, toy_kb_dir)
+    linker = nlp.get_pipe("arbo_linker")
+    apply_settings([linker], ["kb_names_first=true"])
+    assert candidates_read_after(nlp, linker)
+    alone = make_nlp(toy_kb_dir, kb_names_first=True)
+    assert not candidates_read_after(alone, alone.get_pipe("arbo_linker"))
+    doc = make_doc(nlp, "colon cancer", [("colon cancer", "")])
+    retrieved = list(linker.pipe(unlinked(nlp, [doc])))[0].ents[0]._.kb_candidates
+    assert len(retrieved) == 4 and retrieved[0][0] == COLORECTAL  # by its name: one candidate
