@@ -37,7 +37,7 @@ STAGES = [
     ("TF-IDF search", "tfidf.py", "search"),
     ("fuse candidates", "candidates.py", "fuse_candidates"),
     ("memory lookups before encoding", "link_decisions.py", "remembered_links"),
-    ("KB names before encoding", "link_decisions.py", "named_links"),
+    ("KB names before encoding", "exact_names.py", "links"),
     ("write links", "link_decisions.py", "write_decision"),
     ("link_memory component", "link_memory.py", "__call__"),
     ("reranker", "component.py", "predict"),

@@ -34,11 +34,10 @@ from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .encoding import LinkerEncoder
-from .exact_names import ExactNames, candidates_read_after
+from .exact_names import ExactNames
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .link_decisions import (Link, cluster_links, named_links, nearest_links, remembered_links, split_composites,
-                             write_decision)
+from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
 from .link_memory import memories_after
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
 from .mention_inputs import MentionReader
@@ -239,8 +238,8 @@ class ArboLinker(ConfiguredPipe):
         links = [known or Link([], NIL) for known in remembered]
         linkable = [i for i, (_, span) in enumerate(located) if remembered[i] is None and not WORDLESS.match(span.text)]
         mentions = self.read_mentions([located[i][1] for i in linkable])
-        if settings.names_first and not candidates_read_after(self.nlp, self):
-            named = named_links(mentions, self.exact_names.ids(self.require_retriever()))
+        if settings.names_first:
+            named = self.exact_names.links(self, [located[i][1] for i in linkable], mentions)
             for i, link in zip(linkable, named):
                 links[i] = link or links[i]
             unnamed = [j for j, link in enumerate(named) if link is None]

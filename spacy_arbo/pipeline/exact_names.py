@@ -4,13 +4,22 @@ form its doc defines, as the encoder reads it) is linked to that entity before a
 encoded, as the link memory links the texts it remembers: most mentions of a corpus spell a KB
 name, and encoding them only to find that name again is most of a linker's time. Short forms are
 read spelt out because as written they name whatever the KB's aliases say ("AS" is Angelman
-syndrome there), not what the doc means. Not before a reranker: it reads every candidate."""
-from typing import Dict, List, Optional, Tuple
+syndrome there), not what the doc means.
+
+Two kinds of mention are left to the linker: all of them when a component after it reads their
+candidates (a reranker: a mention answered by name has one), and the proposals of a
+`kb_mention_finder` before it, which spell a KB name by construction and which only the linker's
+score (NIL below its threshold) can drop."""
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
+from spacy.tokens import Span
 
+from ..encoders.templates import MentionInput
 from ..retrieval.retriever import EntityRetriever
-from .link_memory import memory_key
+from .kb_mention_finder import KBMentionFinder
+from .link_decisions import Link
+from .link_memory import memory_key, remembered_candidates
 
 CANDIDATES = "span._.kb_candidates"
 
@@ -33,12 +42,32 @@ class ExactNames:
             self._source = alias_pairs
         return self._ids
 
+    def links(self, linker: Any, spans: Sequence[Span], mentions: Sequence[MentionInput]) -> List[Optional[Link]]:
+        """For each span (read as `mentions`), the link to the one entity it names, its one
+        candidate scored 1.0; None where the linker must decide."""
+        if candidates_read_after(linker.nlp, linker):
+            return [None] * len(spans)
+        names = self.ids(linker.require_retriever())
+        proposed = proposals_before(linker.nlp, linker, spans)
+        found = [None if (id(span.doc), span.start, span.end) in proposed else names.get(memory_key(mention.mention))
+                 for span, mention in zip(spans, mentions)]
+        return [None if kb_id is None else Link(remembered_candidates(kb_id, 1.0), kb_id) for kb_id in found]
+
+
+def _before_and_after(nlp: Optional[Language], component: object) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:
+    pipeline = list(nlp.pipeline) if nlp is not None else []
+    position = next((i for i, (_, proc) in enumerate(pipeline) if proc is component), None)
+    return ([], []) if position is None else (pipeline[:position], pipeline[position + 1:])
+
 
 def candidates_read_after(nlp: Optional[Language], component: object) -> bool:
-    """Whether a component after `component` in `nlp` reads `span._.kb_candidates` (a
-    reranker): it needs every mention's candidates, and a mention answered by its name has
-    only the one it names."""
-    if nlp is None or component not in [proc for _, proc in nlp.pipeline]:
-        return False
-    later = nlp.pipe_names[[proc for _, proc in nlp.pipeline].index(component) + 1:]
-    return any(CANDIDATES in nlp.get_pipe_meta(name).requires for name in later)
+    """Whether a component after `component` in `nlp` reads `span._.kb_candidates`."""
+    return any(CANDIDATES in nlp.get_pipe_meta(name).requires for name, _ in _before_and_after(nlp, component)[1])
+
+
+def proposals_before(nlp: Optional[Language], component: object, spans: Sequence[Span]) -> Set[Tuple[int, int, int]]:
+    """(doc id, start, end) of the spans' docs' proposals by `kb_mention_finder`s before `component`."""
+    keys = [proc.cfg["spans_key"] for _, proc in _before_and_after(nlp, component)[0] if isinstance(proc, KBMentionFinder)]
+    docs = {id(span.doc): span.doc for span in spans}
+    return {(doc_id, proposal.start, proposal.end) for doc_id, doc in docs.items() for key in keys
+            if key in doc.spans for proposal in doc.spans[key]}

@@ -4,18 +4,17 @@ mentions split into their parts, or clusters of mentions and entities (ArboEL A.
 Functions of candidates and vectors only, so each rule is tested without a pipeline.
 """
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Span
 
-from ..encoders.templates import MentionInput
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..linking.mention_graph import cluster_mentions
 from ..retrieval.candidates import Candidates
 from ..training.mentions import TrainingMentions
-from .link_memory import LinkMemory, memory_key, remembered_candidates
+from .link_memory import LinkMemory, remembered_candidates
 from .links import best_above, kb_ents, write_link
 
 for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
@@ -46,13 +45,6 @@ def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory]) -> L
         links.append(None if found is None else Link(remembered_candidates(*found), found[0]))
     return links
 
-
-def named_links(mentions: Sequence[MentionInput], names: Mapping[str, str]) -> List[Optional[Link]]:
-    """The one entity each mention names in `names` (`exact_names.ExactNames`), read as the
-    encoder would read it (an abbreviation as its long form), its one candidate scored 1.0;
-    None for the others."""
-    found = [names.get(memory_key(mention.mention)) for mention in mentions]
-    return [None if kb_id is None else Link(remembered_candidates(kb_id, 1.0), kb_id) for kb_id in found]
 
 
 def nearest_links(ranked: Sequence[Candidates], threshold: Optional[float]) -> List[Link]:

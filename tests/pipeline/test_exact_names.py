@@ -69,3 +69,15 @@ def test_no_mention_is_answered_by_name_before_a_reranker(tiny_bert_dir, toy_kb_
     doc = make_doc(nlp, "colon cancer", [("colon cancer", "")])
     retrieved = list(linker.pipe(unlinked(nlp, [doc])))[0].ents[0]._.kb_candidates
     assert len(retrieved) == 4 and retrieved[0][0] == COLORECTAL  # by its name: one candidate
+
+
+def test_a_kb_finders_proposals_are_left_to_the_linker(toy_kb, toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir, kb_names_first=True)
+    finder = nlp.add_pipe("kb_mention_finder", before="arbo_linker", config={"mode": "add"})
+    finder.initialize(nlp=nlp, kb_loader=lambda _vocab: toy_kb)
+    encoded = recorded_mentions(nlp)
+    doc = make_doc(nlp, "colon cancer with fever", [("colon cancer", "")], label="NER")
+    doc = nlp.get_pipe("arbo_linker")(finder(doc))
+    assert [s.text for s in doc.spans["kb_mentions"]] == ["fever"]
+    assert encoded == ["fever"]  # the recognizer's "colon cancer" is linked by its name
+    assert doc.ents[0]._.kb_candidates == [(COLORECTAL, 1.0)]
