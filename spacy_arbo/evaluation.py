@@ -17,15 +17,16 @@ from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outc
 from .util import ArboError, PathLike, read_json, read_msgpack
 
 
-def load_pipeline(path: PathLike) -> Language:
-    """A saved pipeline; a missing directory is an error naming it, not spaCy's guess that
-    `path` is a package name, and a damaged file of spaCy's own (config, meta, tokenizer,
-    vocab) is an error naming the file, not a traceback from inside `spacy.load`."""
+def load_pipeline(path: PathLike, overrides: Optional[Dict[str, Any]] = None) -> Language:
+    """A saved pipeline (with `overrides` of its config, in spaCy's dot notation); a missing
+    directory is an error naming it, not spaCy's guess that `path` is a package name, and a
+    damaged file of spaCy's own (config, meta, tokenizer, vocab) is an error naming the file,
+    not a traceback from inside `spacy.load`."""
     path = Path(path)
     if not path.is_dir():
         raise ArboError(f"Pipeline directory '{path}' does not exist.")
     try:
-        return spacy.load(path)
+        return spacy.load(path, config=overrides or {})
     except ArboError:
         raise
     except (ValueError, KeyError, TypeError) as err:  # raised by spaCy's readers of its own files

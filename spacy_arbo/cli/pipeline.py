@@ -1,10 +1,13 @@
 """Commands that change a saved pipeline: add-ner, add-kb-finder, add-memory, configure."""
 import argparse
+from pathlib import Path
 from typing import Optional
 
 from spacy.language import Language
+from spacy.util import load_config
 
 from ..corpora import read_docbin
+from ..encoders.recognizer_transformer import PRECISIONS, precision_overrides
 from ..evaluation import docs_not_in, mention_finders
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
@@ -54,6 +57,10 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("pipeline")
     cmd.add_argument("output")
     add_setting_arguments(cmd)
+    cmd.add_argument("--recognizer-precision", choices=PRECISIONS, default=None,
+                     help="the transformer recognizer's arithmetic when it reads documents: auto (bf16 where the "
+                     "CPU has it), fp32 or bf16; a recognizer trained under spacy-transformers' "
+                     "Tok2VecTransformer.v3 moves onto spacy_arbo.Tok2VecTransformer.v1 with its weights")
     cmd.set_defaults(func=configure_command)
 
 
@@ -137,9 +144,13 @@ def add_memory_command(args: argparse.Namespace) -> None:
 
 
 def configure_command(args: argparse.Namespace) -> None:
-    nlp = configured_pipeline(args)
+    overrides = None
+    if args.recognizer_precision:
+        overrides = precision_overrides(load_config(Path(args.pipeline) / "config.cfg"), args.recognizer_precision)
+    nlp = configured_pipeline(args, overrides)
     for linker in arbo_linkers(nlp):
         linker.ensure_fresh()  # changed entity texts (index_aliases) are encoded now, not on load
     write_pipeline(nlp, args.output)
-    print(f"Wrote {args.output} with {', '.join(args.set or [])}"
+    changes = (args.set or []) + ([f"recognizer_precision={args.recognizer_precision}"] if overrides else [])
+    print(f"Wrote {args.output} with {', '.join(changes)}"
           + (f" and the anchors of {args.anchors_from}" if args.anchors_from else ""))

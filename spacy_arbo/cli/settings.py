@@ -3,7 +3,7 @@ arbo_linker settings as `--set KEY=VALUE`, and corpora whose mentions, names or 
 linkers read first."""
 import argparse
 import dataclasses
-from typing import List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import srsly
 from spacy.language import Language
@@ -48,12 +48,13 @@ def apply_settings(linkers: List, settings: List[str]) -> None:
                 raise ArboError(f"--set {setting}: {err}") from None
 
 
-def configured_pipeline(args: argparse.Namespace) -> Language:
-    """The pipeline with `--set` applied; with `--anchors-from`, the gold mentions of that
-    corpus as anchors for transductive clustering; with `--dictionary-from`, the gold
-    mentions of those corpora as extra entity names; with `--long-forms-from`, the long forms
-    those corpora define, for short forms that their own doc leaves undefined."""
-    nlp = load_pipeline(args.pipeline)
+def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, Any]] = None) -> Language:
+    """The pipeline (loaded with config `overrides`) with `--set` applied; with `--anchors-from`,
+    the gold mentions of that corpus as anchors for transductive clustering; with
+    `--dictionary-from`, the gold mentions of those corpora as extra entity names; with
+    `--long-forms-from`, the long forms those corpora define, for short forms that their own
+    doc leaves undefined."""
+    nlp = load_pipeline(args.pipeline, overrides)
     linkers = arbo_linkers(nlp)
     apply_settings(linkers, args.set or [])
     if args.anchors_from:

@@ -8,22 +8,26 @@ The model is spacy-transformers' own, node for node, so a recognizer trained wit
 `spacy-transformers.Tok2VecTransformer.v3` loads under this architecture unchanged.
 """
 from functools import partial
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Model
+from thinc.api import Config, Model
 from thinc.types import Floats2d, Ragged
 
 from ..settings import check_choice
+from ..util import ArboError
 from .precision import resolve_precision
 
 PRECISIONS = ("auto", "fp32", "bf16")
 FLOAT_OUTPUTS = "_arbo_float_outputs"
+ARCHITECTURE = "spacy_arbo.Tok2VecTransformer.v1"
+# Architectures whose model this one builds node for node.
+SAME_MODEL = ("spacy-transformers.Tok2VecTransformer.v3", ARCHITECTURE)
 
 
-@registry.architectures("spacy_arbo.Tok2VecTransformer.v1")
+@registry.architectures(ARCHITECTURE)
 def build_tok2vec_transformer(
     name: str,
     get_spans: Callable,
@@ -45,6 +49,23 @@ def build_tok2vec_transformer(
     transformer = next(node for node in model.walk() if node.name == "transformer")
     transformer._func = partial(forward_in_precision, transformer._func, precision)
     return model
+
+
+def precision_overrides(config: Config, precision: str) -> Dict[str, str]:
+    """Config overrides (dot notation) that load a saved pipeline's transformer recognizers
+    under this architecture at `precision`: a recognizer trained before it existed keeps its
+    weights and reads in bf16."""
+    check_choice("precision", precision, PRECISIONS)
+    overrides = {}
+    for name, component in config["components"].items():
+        tok2vec = component.get("model", {}).get("tok2vec", {})
+        if tok2vec.get("@architectures") in SAME_MODEL:
+            overrides[f"components.{name}.model.tok2vec.@architectures"] = ARCHITECTURE
+            overrides[f"components.{name}.model.tok2vec.precision"] = precision
+    if not overrides:
+        raise ArboError(f"No component has a transformer recognizer ({' or '.join(SAME_MODEL)}) to set the "
+                        "precision of.")
+    return overrides
 
 
 def forward_in_precision(forward: Callable, precision: str, model: Model, docs: Any, is_train: bool) -> Tuple[Any, Callable]:
