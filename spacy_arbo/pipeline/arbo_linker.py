@@ -238,12 +238,7 @@ class ArboLinker(ConfiguredPipe):
         links = [known or Link([], NIL) for known in remembered]
         linkable = [i for i, (_, span) in enumerate(located) if remembered[i] is None and not WORDLESS.match(span.text)]
         mentions = self.read_mentions([located[i][1] for i in linkable])
-        if settings.names_first:
-            named = self.exact_names.links(self, [located[i][1] for i in linkable], mentions)
-            for i, link in zip(linkable, named):
-                links[i] = link or links[i]
-            unnamed = [j for j, link in enumerate(named) if link is None]
-            linkable, mentions = [linkable[j] for j in unnamed], [mentions[j] for j in unnamed]
+        linkable, mentions = self.exact_names.answer(self, [span for _, span in located], linkable, mentions, links)
         if linkable:
             spans = [located[i][1] for i in linkable]
             parts = [composite_parts(s) if settings.composites != "whole" else [] for s in spans]

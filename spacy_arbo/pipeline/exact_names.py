@@ -20,8 +20,7 @@ from ..retrieval.retriever import EntityRetriever
 from .kb_mention_finder import KBMentionFinder
 from .link_decisions import Link
 from .link_memory import memory_key, remembered_candidates
-
-CANDIDATES = "span._.kb_candidates"
+from .links import CANDIDATES
 
 
 class ExactNames:
@@ -52,6 +51,18 @@ class ExactNames:
         found = [None if (id(span.doc), span.start, span.end) in proposed else names.get(memory_key(mention.mention))
                  for span, mention in zip(spans, mentions)]
         return [None if kb_id is None else Link(remembered_candidates(kb_id, 1.0), kb_id) for kb_id in found]
+
+    def answer(self, linker: Any, spans: Sequence[Span], linkable: List[int], mentions: List[MentionInput],
+               links: List[Any]) -> Tuple[List[int], List[MentionInput]]:
+        """With `kb_names_first`, write into `links` (one per span) the links of the `linkable`
+        spans (read as `mentions`) that name one entity; the spans and mentions left to the linker."""
+        if not linker.settings.names_first:
+            return linkable, mentions
+        named = self.links(linker, [spans[i] for i in linkable], mentions)
+        for i, link in zip(linkable, named):
+            links[i] = link or links[i]
+        left = [j for j, link in enumerate(named) if link is None]
+        return [linkable[j] for j in left], [mentions[j] for j in left]
 
 
 def _before_and_after(nlp: Optional[Language], component: object) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:

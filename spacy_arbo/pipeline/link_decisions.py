@@ -46,7 +46,6 @@ def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory]) -> L
     return links
 
 
-
 def nearest_links(ranked: Sequence[Candidates], threshold: Optional[float]) -> List[Link]:
     """Each mention links to its best candidate, NIL below `threshold`."""
     return [Link(c, best_above(c, threshold)) for c in ranked]

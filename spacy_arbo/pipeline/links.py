@@ -6,6 +6,9 @@ from spacy.tokens import Span
 from ..kb.entities import NIL
 from ..retrieval.candidates import Candidates
 
+# What a component that reads a linker's ranked candidates lists in its factory's `requires`.
+CANDIDATES = "span._.kb_candidates"
+
 for _attr in ("kb_candidates", "kb_ents"):
     if not Span.has_extension(_attr):
         Span.set_extension(_attr, default=None)

@@ -20,7 +20,7 @@ from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
-from ..pipeline.links import best_above, write_link
+from ..pipeline.links import CANDIDATES, best_above, write_link
 from ..scoring import gold_ids
 from ..settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
@@ -30,7 +30,6 @@ from .model import CrossEncoder
 from .packing import MODES, Pass
 from .planning import Owners, PairPlanner, PairText, batches
 
-CANDIDATES = "span._.kb_candidates"
 Ranked = List[Tuple[str, float]]
 # Per doc, per entity, per candidate.
 PerCandidate = List[List[List[Any]]]

@@ -158,7 +158,8 @@ def test_ctd_reader_round_trips_or_names_the_bad_line(rows, compressed):
             path.write_text(text, encoding="utf8")
         problem, kept = ctd_expected(lines, first_line=CTD_HEADER.count("\n") + 1)
         try:
-            store = read_kb(path)
+            # Named: a .tsv whose first row has two fields would be read as a names list.
+            store = read_kb(path, "ctd")
         except ArboError as err:
             if problem is None:  # only comments and blank lines
                 assert not kept and str(err) == f"{path}: no entities found.", err
