@@ -29,14 +29,15 @@ LOSSES = ("multi_similarity", "infonce")
 
 @dataclass(frozen=True)
 class AlignmentSettings:
-    """How self-alignment trains. The loss's own settings are SapBERT's; `max_pairs` caps
-    the pairs of a pass (0: one pair per name of every entity with two names or more)."""
+    """How self-alignment trains. The loss, its settings, the learning rate, random batches
+    and the single pass are SapBERT's. `max_pairs` caps the pairs of a pass (0: one pair
+    per name of every entity with two names or more)."""
 
-    epochs: int = 3
+    epochs: int = 1
     batch_size: int = 128
-    learning_rate: float = 5e-5
+    learning_rate: float = 2e-5
     loss: str = "multi_similarity"
-    batching: str = "neighbours"
+    batching: str = "random"
     neighbours: int = 8
     held_out: float = 0.05
     max_pairs: int = 0

@@ -221,8 +221,8 @@ def test_kb_only_recipe_links_a_synonym_no_name_of_the_kb_holds(tmp_path, tiny_t
 def test_kb_only_config_is_the_recipe():
     config = spacy.util.load_config(ROOT / "configs" / "kb_only.cfg")
     linker = config["components"]["arbo_linker"]
-    assert (linker["candidate_source"], linker["index_aliases"], linker["use_long_form"], linker["composites"]) == (
-        "hybrid", True, True, "best")
+    assert (linker["candidate_source"], linker["index_aliases"], linker["use_long_form"], linker["composites"],
+            linker["kb_names_first"]) == ("hybrid", True, True, "best", True)
     assert linker["threshold"] is None and isinstance(linker["sparse_weight"], float)
     assert "entity_tower" not in linker["model"]  # one tower: mentions and names read by the aligned encoder
 
