@@ -129,12 +129,14 @@ def quoted_rows() -> Iterator[Tuple[str, Dict[str, str], Path]]:
 
 def test_readme_results_come_from_the_files_they_name():
     rows = list(quoted_rows())
-    assert len(rows) == 10
+    assert len(rows) == 12
     for pipeline, figures, file in rows:
         metrics = json.loads(file.read_text())
         for column, figure in figures.items():
             value = metrics[README_COLUMNS[column]]
-            if column == "mentions/s":
+            if column == "mentions/s" and not figure:
+                assert "KB-only" in pipeline, pipeline  # a later run on another machine: no speed
+            elif column == "mentions/s":
                 assert round(value) == int(figure.replace(",", "")), (pipeline, column, file)
             else:
                 assert f"{value:.3f}" == figure, (pipeline, column, file)
