@@ -111,3 +111,25 @@ def test_gpu_bundle_encoder_comes_back_as_its_bf16_weights(tmp_path, tiny_bert_d
         assert unpacked[name].dtype == expected.dtype and torch.equal(unpacked[name], expected), name
     assert (tmp_path / "encoder" / "vocab.txt").read_text() == (tiny_bert_dir / "vocab.txt").read_text()
     AutoModel.from_pretrained(tmp_path / "encoder")
+
+
+def test_recognizers_score_mentions_with_and_without_consistency(tmp_path):
+    """A ruler that finds "Wilson disease" but not its short form: 1 of 3 gold mentions, 3 of 3
+    once mention_consistency labels the short forms (at any share)."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler", name="ner").add_patterns([{"label": "Disease", "pattern": "Wilson disease"}])
+    nlp.to_disk(tmp_path / "ruler")
+    text = "Wilson disease (WD) is rare. In WD, copper builds up."
+    doc = nlp.make_doc(text)
+    doc.ents = [doc.char_span(start, end, label="Disease") for start, end in ((0, 14), (16, 18), (32, 34))]
+    DocBin(docs=[doc]).to_disk(tmp_path / "gold.spacy")
+    result = run(BENCH / "recognizers.py", ["ruler", "--docs", "gold.spacy", "--repeats", "1",
+                                            "--consistency-shares", "1", "0.35", "--output", "out.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = json.loads((tmp_path / "out.json").read_text())["rows"][0]
+    assert (row["ner_p"], row["ner_r"]) == pytest.approx((1.0, 1 / 3))
+    assert [(v["min_share"], v["ner_p"], v["ner_r"]) for v in row["consistency"]] == [(1.0, 1.0, 1.0), (0.35, 1.0, 1.0)]
+    assert "| + mention_consistency, min_share 0.35 | 1.000 | 1.000 | 1.000 |" in result.stdout

@@ -390,7 +390,8 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert f"--end-to-end: {tmp / 'pipeline'}: " in err and "no component that finds mentions" in err
     assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "e2e")]) == 0
     nlp = spacy.load(tmp / "e2e")
-    assert nlp.pipe_names == ["ner", "arbo_linker"] and not nlp.get_pipe("arbo_linker").settings.use_gold_ents
+    assert nlp.pipe_names == ["ner", "mention_consistency", "arbo_linker"]
+    assert not nlp.get_pipe("arbo_linker").settings.use_gold_ents
     assert [(e.text, e.kb_id_) for e in nlp("Fever again.").ents] == [("Fever", "MESH:D005334")]
     out = tmp / "e2e.json"
     assert main(["evaluate", str(tmp / "e2e"), str(tmp / "test.spacy"), "--end-to-end", "--output", str(out)]) == 0
@@ -402,6 +403,8 @@ def test_add_ner_then_evaluate_end_to_end(linked, capsys):
     assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((2 / 3, 2 / 3))
     assert metrics["nel_micro_p"] == metrics["nel_micro_r"] == 1.0  # both aligned "Fever"s are right
     assert main(["add-ner", str(tmp / "e2e"), str(tmp / "ruler"), str(tmp / "e2e2")]) == 1
+    assert main(["add-ner", str(tmp / "pipeline"), str(tmp / "ruler"), str(tmp / "plain"), "--no-consistency"]) == 0
+    assert spacy.load(tmp / "plain").pipe_names == ["ner", "arbo_linker"]
 
 
 def test_add_kb_finder_alone_or_beside_a_recognizer(linked, capsys):
@@ -423,7 +426,7 @@ def test_add_kb_finder_alone_or_beside_a_recognizer(linked, capsys):
     assert nlp.pipe_names == ["kb_mention_finder", "arbo_linker", "kb_mention_filter"]
     assert recognizer_position(nlp) == 0 and nlp.get_pipe("kb_mention_finder").cfg["mode"] == "replace"
     both = spacy.load(tmp / "both")
-    assert both.pipe_names == ["ner", "kb_mention_finder", "arbo_linker", "kb_mention_filter"]
+    assert both.pipe_names == ["ner", "kb_mention_finder", "mention_consistency", "arbo_linker", "kb_mention_filter"]
     assert [e.text for e in both("Fever in children; cough and pyrexia.").ents] == ["Fever", "children", "cough", "pyrexia"]
     for name in ("kb_only", "both"):
         assert main(["evaluate", str(tmp / name), str(tmp / "test.spacy"), "--end-to-end",

@@ -33,7 +33,7 @@ def test_sources_into_a_linking_pipeline(trained_ner, toy_kb_dir, toy_docs):
     recognizer, tmp = trained_ner
     linker = make_nlp(toy_kb_dir)
     add_recognizer(linker, recognizer)
-    assert linker.pipe_names == ["ner", "arbo_linker"]
+    assert linker.pipe_names == ["ner", "mention_consistency", "arbo_linker"]
     linker.to_disk(tmp / "linked")
     loaded = spacy.load(tmp / "linked")
     metrics = evaluate_end_to_end(loaded, toy_docs)

@@ -41,5 +41,5 @@ def test_package_installs_offline_in_a_fresh_venv_and_links(trained_ner, toy_kb,
                           env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PATH": "/usr/bin:/bin",
                                "HOME": str(tmp_path)})
     assert [tuple(pair) for pair in json.loads(done.stdout.strip().splitlines()[-1])] == expected
-    assert spacy.load(tmp_path / "pipeline").pipe_names == ["ner", "kb_mention_finder", "arbo_linker",
-                                                            "kb_mention_filter"]
+    assert spacy.load(tmp_path / "pipeline").pipe_names == ["ner", "kb_mention_finder", "mention_consistency",
+                                                            "arbo_linker", "kb_mention_filter"]

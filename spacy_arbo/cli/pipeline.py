@@ -25,6 +25,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("pipeline", help="the linking pipeline")
     cmd.add_argument("ner", help="a pipeline with a 'ner' component (e.g. from configs/ner.cfg)")
     cmd.add_argument("output")
+    cmd.add_argument("--consistency", action=argparse.BooleanOptionalAction, default=True,
+                     help="put a mention_consistency after it: every occurrence of a text it labels often enough "
+                     "in a doc, and the short forms of the long forms it labels, become mentions (default: on)")
     cmd.set_defaults(func=add_ner_command)
 
     cmd = commands.add_parser("add-kb-finder", help="propose the spans that read as KB names as mentions (beside a "
@@ -64,10 +67,15 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=configure_command)
 
 
-def add_recognizer(nlp: Language, recognizer: Language) -> None:
-    """Put `recognizer`'s 'ner' first in `nlp`; the linking components then read the mentions
-    it finds, in evaluation (spacy evaluate) too, instead of the gold ones."""
+def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True) -> None:
+    """Put `recognizer`'s 'ner' first in `nlp`, and a `mention_consistency` after it unless
+    `consistency` is off; the linking components then read the mentions found, in evaluation
+    (spacy evaluate) too, instead of the gold ones."""
+    if consistency and "mention_consistency" in nlp.pipe_names:
+        raise ArboError("The pipeline already has a component named 'mention_consistency'.")
     nlp.add_pipe("ner", source=recognizer, first=True)
+    if consistency:
+        nlp.add_pipe("mention_consistency", after="ner")
     use_found_mentions(nlp)
 
 
@@ -107,7 +115,7 @@ def add_ner_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
     if "ner" in nlp.pipe_names:
         raise ArboError(f"{args.pipeline} already has a component named 'ner'.")
-    add_recognizer(nlp, load_pipeline(args.ner))
+    add_recognizer(nlp, load_pipeline(args.ner), args.consistency)
     write_pipeline(nlp, args.output)
     print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
 

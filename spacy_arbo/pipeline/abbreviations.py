@@ -7,7 +7,7 @@ those definitions; a short form alone says little to the encoder or to TF-IDF.
 import re
 import warnings
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from scispacy.abbreviation import AbbreviationDetector, find_abbreviation
 from spacy.tokens import Doc, Span
@@ -42,6 +42,20 @@ class LongForms:
             for match in re.finditer(rf"(?<!\w){re.escape(short)}(?!\w)", doc.text):
                 forms.setdefault(match.span(), long)
         return forms
+
+
+def short_form_spans(doc: Doc, long_forms: LongForms, label_of: Callable[[str], Optional[str]]) -> List[Span]:
+    """A span of each short-form occurrence in `doc` whose long form `label_of` gives a label
+    (None: not a mention)."""
+    if "(" not in doc.text:  # nothing is defined
+        return []
+    spans = []
+    for (start, end), long_form in long_forms(doc).items():
+        label = label_of(long_form)
+        span = None if label is None else doc.char_span(start, end, label=label, alignment_mode="contract")
+        if span is not None:
+            spans.append(span)
+    return spans
 
 
 def hyphenated_definitions(doc: Doc) -> Iterator[Tuple[str, str]]:

@@ -30,7 +30,7 @@ from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..settings import check_at_least, check_choice
 from ..util import ArboError, atomic_path, read_json
-from .abbreviations import LongForms
+from .abbreviations import LongForms, short_form_spans
 
 MODES = ("add", "replace")
 NAMES_FILE = "names.json"
@@ -179,16 +179,11 @@ class KBMentionFinder(Pipe):
 
     def _defined_short_forms(self, doc: Doc) -> List[Span]:
         """Every occurrence of a short form whose definition's long form reads as a KB name."""
-        if "(" not in doc.text:
-            return []
         if self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
-        spans = []
-        for (start, end), long_form in self._long_forms(doc).items():
-            span = doc.char_span(start, end, label=self.cfg["label"], alignment_mode="contract")
-            if span is not None and self._reads_as_name(long_form):
-                spans.append(span)
-        return spans
+        label = self.cfg["label"]
+        return short_form_spans(doc, self._long_forms,
+                                lambda long_form: label if self._reads_as_name(long_form) else None)
 
     def _reads_as_name(self, long_form: str) -> bool:
         """The long form, or its last two words or more (the detector's long forms may start a
