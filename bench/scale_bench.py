@@ -27,8 +27,8 @@ import faiss
 import numpy as np
 
 from spacy_arbo.encoders.templates import EntityInput
-from spacy_arbo.retrieval.faiss_index import INDEX_FILE, MAX_DEFAULT_NLIST, MAX_POINTS_PER_CENTROID, ExactTopK, \
-    FaissIndex
+from spacy_arbo.retrieval.faiss_index import INDEX_FILE, MAX_DEFAULT_NLIST, MAX_POINTS_PER_CENTROID, SQ_TYPES, \
+    ExactTopK, FaissIndex
 from spacy_arbo.retrieval.faiss_recall import recall_queries
 
 CHUNK = 200_000
@@ -170,7 +170,7 @@ def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
         others["tuning queries"] = ExactTopK(tuning, args.k)
     began = time.perf_counter()
     index = FaissIndex.build_from_chunks(chunks(), count=args.n, sample=sample, kind=args.kind,
-                                         recall_target=args.recall_target, recall_k=args.k,
+                                         sq_type=args.sq_type, recall_target=args.recall_target, recall_k=args.k,
                                          tuning_queries=tuning, use_gpu=False)
     total = time.perf_counter() - began
     index.to_disk(out / "index")
@@ -239,6 +239,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000, help="entity vectors")
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--kind", default="auto")
+    parser.add_argument("--sq-type", default="8bit", choices=sorted(SQ_TYPES),
+                        help="the codes of an ivfsq index (fp16: twice the memory of 8bit, nearly exact distances)")
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--k", type=int, default=64)
     parser.add_argument("--recall-target", type=float, default=0.95)
