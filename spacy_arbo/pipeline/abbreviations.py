@@ -39,9 +39,15 @@ class LongForms:
             elif short._.long_form is not None:
                 forms[short.start_char, short.end_char] = short._.long_form.text
         for short, long in hyphenated_definitions(doc):
-            for match in re.finditer(rf"(?<!\w){re.escape(short)}(?!\w)", doc.text):
-                forms.setdefault(match.span(), long)
+            for occurrence in word_occurrences(doc.text, short):
+                forms.setdefault(occurrence, long)
         return forms
+
+
+def word_occurrences(text: str, phrase: str) -> List[Tuple[int, int]]:
+    """(start_char, end_char) of each occurrence of `phrase` in `text` as written, not inside a
+    longer word."""
+    return [match.span() for match in re.finditer(rf"(?<!\w){re.escape(phrase)}(?!\w)", text)]
 
 
 def short_form_spans(doc: Doc, long_forms: LongForms, label_of: Callable[[str], Optional[str]]) -> List[Span]:

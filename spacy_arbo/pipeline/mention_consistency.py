@@ -13,7 +13,6 @@ rules, both read from the recognizer's own mentions of the doc:
 
 Where a new span overlaps a mention, the longer span stays (spaCy's `filter_spans`).
 """
-import re
 from collections import Counter, defaultdict
 from typing import Dict, List, Optional
 
@@ -23,7 +22,7 @@ from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
 from ..util import ArboError
-from .abbreviations import LongForms, short_form_spans
+from .abbreviations import LongForms, short_form_spans, word_occurrences
 
 
 class MentionConsistency:
@@ -56,7 +55,7 @@ class MentionConsistency:
             labels[ent.text][ent.label_] += 1
         spans = []
         for text, counts in labels.items():
-            occurrences = [match.span() for match in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", doc.text)]
+            occurrences = word_occurrences(doc.text, text)
             if sum(counts.values()) < self.min_share * max(len(occurrences), 1):
                 continue
             label = counts.most_common(1)[0][0]
