@@ -426,3 +426,20 @@ def test_tuning_queries_set_the_search_width_for_queries_like_them():
     assert exact_recall(tuned, vectors, held_out, 16) >= 0.85 > exact_recall(default, vectors, held_out, 16)
     with pytest.raises(ArboError, match="tuning_queries have dimension 3"):
         FaissIndex.build(vectors, "ivfsq", tuning_queries=np.ones((4, 3), np.float32))
+
+
+def test_exact_top_k_counts_a_tied_vector_as_found():
+    """Which of two identical vectors exact search ranks k-th is arbitrary: either is found;
+    a nearly tied one only within the tolerance asked for."""
+    query = np.zeros((1, 4), dtype=np.float32)
+    query[0, 0] = 1.0
+    vectors = np.array([[1.0, 0, 0, 0], [0.9, 0.1, 0, 0], [0.9, 0.1, 0, 0], [0.8999, 0.2, 0, 0], [0, 1, 0, 0]],
+                       dtype=np.float32)
+    exact = ExactTopK(query, 2)
+    exact.update(vectors, np.arange(5))
+    first, second = exact.ids[0].tolist()
+    assert first == 0 and second in (1, 2)
+    assert exact.recall(np.array([[0, 3 - second]])) == 1.0
+    assert exact.recall(np.array([[0, 3]])) == 0.5
+    assert exact.recall(np.array([[0, 3]]), within=1e-3) == 1.0
+    assert exact.recall(np.array([[0, 4]]), within=1e-3) == 0.5
