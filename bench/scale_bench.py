@@ -213,10 +213,13 @@ def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     sample = data.training_sample(min(args.n, MAX_DEFAULT_NLIST * MAX_POINTS_PER_CENTROID))
     # Recall against exact search for other queries too: the indexed vectors the index tunes
     # on by default, and the tuning queries where there are some.
+    # Several tuning sets are each probed; their pooled recall is the mean over their queries.
     others = {"indexed vectors": ExactTopK(recall_queries(sample, 0), args.k)}
-    if tuning is not None:
+    tuning_sets = data.tuning_sets()
+    if tuning_sets:
+        others.update({name: ExactTopK(mentions, args.k) for name, mentions in tuning_sets.items()})
+    elif tuning is not None:
         others["tuning queries"] = ExactTopK(tuning, args.k)
-    others.update({name: ExactTopK(mentions, args.k) for name, mentions in data.tuning_sets().items()})
     began = time.perf_counter()
     index = FaissIndex.build_from_chunks(chunks(), count=args.n, sample=sample, kind=args.kind,
                                          sq_type=args.sq_type, recall_target=args.recall_target, recall_k=args.k,
@@ -224,7 +227,8 @@ def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     total = time.perf_counter() - began
     index.to_disk(out / "index")
     np.savez(out / "exact.npz", queries=queries, ids=exact.pool_ids, scores=exact.pool_scores, k=args.k)
-    curve = nprobe_curve(out, exact, others, args.k) if index.kind.startswith("ivf") else None
+    curve = nprobe_curve(out, exact, others, args.k, pooled=list(tuning_sets)) if index.kind.startswith("ivf") \
+        else None
     return {
         "n": args.n, "dim": index.dim, **data.describe(), "kind": index.kind, "params": index.params,
         "nprobe_curve": curve,
@@ -236,19 +240,24 @@ def build(args: argparse.Namespace, out: Path) -> Dict[str, Any]:
     }
 
 
-def nprobe_curve(path: Path, measured: ExactTopK, others: Dict[str, ExactTopK], k: int) -> List[Dict[str, Any]]:
+def nprobe_curve(path: Path, measured: ExactTopK, others: Dict[str, ExactTopK], k: int,
+                 pooled: List[str]) -> List[Dict[str, Any]]:
     """Recall@k against exact search of each kind of query at every power-of-two nprobe; for
-    the measured queries also counting scores within NEAR_TIE of the k-th as found."""
+    the measured queries also counting scores within NEAR_TIE of the k-th as found, and for
+    the `pooled` probes (tuning sets) also their mean over all their queries."""
     index = faiss.read_index(str(path / "index" / INDEX_FILE))
     ivf = faiss.extract_index_ivf(index)
     curve = []
     for nprobe in sorted({min(2 ** i, ivf.nlist) for i in range(ivf.nlist.bit_length() + 1)}):
         ivf.nprobe = nprobe
         found = index.search(measured.queries, k)[1]
+        recalls = {name: probe.recall(index.search(probe.queries, k)[1]) for name, probe in others.items()}
+        if pooled:
+            recalls["tuning queries"] = sum(recalls[name] * len(others[name].queries) for name in pooled) / \
+                sum(len(others[name].queries) for name in pooled)
         curve.append({"nprobe": nprobe, "measured queries": round(measured.recall(found), 4),
                       f"measured queries, within {NEAR_TIE}": round(measured.recall(found, NEAR_TIE), 4),
-                      **{name: round(probe.recall(index.search(probe.queries, k)[1]), 4)
-                         for name, probe in others.items()}})
+                      **{name: round(recall, 4) for name, recall in recalls.items()}})
     return curve
 
 
