@@ -10,8 +10,9 @@ the same pass, whose time per query is the baseline of the latency ratios.
 
 With `--real PIPELINE` the vectors are real instead: that pipeline's entity tower over its
 KB's names and aliases, then word n-grams of corpora; the queries are its mention vectors
-of one corpus's gold mentions, and nprobe is tuned on those of other corpora (pooled, each
-also on the recall curve). `--vectors-cache DIR` keeps the encoded vectors, so that a run
+of one corpus's gold mentions, and nprobe is tuned on those of other corpus files (pooled, each
+also on the recall curve; every train and dev set there is: one dev set alone can be easier
+than the mentions the index will serve). `--vectors-cache DIR` keeps the encoded vectors, so that a run
 with other codes or tuning corpora compares on the same vectors without encoding again.
 
 Why: `index.kind = "auto"` must serve KBs of millions of entities within one machine's
@@ -20,7 +21,8 @@ memory at a recall target; this measures that without a real KB of that size.
     python bench/scale_bench.py --n 1000000 --json bench/results/scale/index_1m.json
     python bench/scale_bench.py --n 10000000 --json bench/results/scale/index_10m.json
     python bench/scale_bench.py --n 1000000 --real training/ncbi/final --strings-from corpus/*/train.spacy \
-        --measure-on corpus/ncbi/test.spacy --tune-on corpus/ncbi/dev.spacy corpus/bc5cdr/dev.spacy
+        --measure-on corpus/ncbi/test.spacy --tune-on corpus/ncbi/train.spacy corpus/ncbi/dev.spacy \
+        corpus/bc5cdr/train.spacy corpus/bc5cdr/dev.spacy
 """
 import argparse
 import json
