@@ -198,6 +198,31 @@ def test_kb_only_commands_parse_and_read_no_labelled_mention(tmp_path):
                     assert not [w for w in words if w.startswith(("corpus/", "assets/"))], line
 
 
+def test_annotations_no_training_gives_the_kb_only_pipeline_train_mentions_only(tmp_path):
+    """The KB-only pipeline gets the train split's mentions as names and as a memory, chosen on dev;
+    nothing trains, and no evaluation mention is handed to the linker."""
+    from spacy_arbo.cli import make_parser
+
+    parser = make_parser()
+    for corpus in ("ncbi", "bc5cdr"):
+        command = project_config(tmp_path, corpus=corpus)["annotations-no-training"]
+        lines = [line.split() for line in command["script"]]
+        for words in lines:
+            assert words[:3] == ["python", "-m", "spacy_arbo"]
+            parser.parse_args(words[3:])
+        assert [words[3] for words in lines] == ["configure", "add-memory", "evaluate"]
+        assert lines[0][4] == "training/kb_only/pipeline" in command["deps"]
+        out = f"training/{corpus}/annotations_no_training"
+        assert lines[0][5] == lines[1][4] == lines[1][5] == lines[2][4] == out
+        train, dev = f"corpus/{corpus}/train.spacy", f"corpus/{corpus}/dev.spacy"
+        given = [words[words.index(flag) + 1] for words in lines for flag in ("--dictionary-from", "--from")
+                 if flag in words]
+        assert given == [train, train]
+        assert lines[1][lines[1].index("--dev") + 1] == dev
+        assert lines[2][5] == f"corpus/{corpus}/test.spacy"
+        assert command["outputs"] == [out, f"metrics/{corpus}/annotations_no_training_test.json"]
+
+
 def test_kb_only_assembles_the_recipe_config_and_scores_like_the_other_rows(tmp_path):
     import spacy
 
