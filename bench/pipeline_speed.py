@@ -6,7 +6,7 @@ pipelines take turns, REPEATS times, and each one's fastest pass counts. The tab
 mentions/s, the ratio to the first pipeline (list the TF-IDF baseline first), strict accuracy,
 and how many `kb_id_` differ from the second pipeline's (list a variant right after what it
 changes). A PIPELINE may carry settings after a colon: arbo_linker settings
-(`training/ncbi/final:memory_first=false,precision="int8"`) and `recognizer_precision=auto|fp32|bf16`,
+(`training/ncbi/final:memory_first=false,precision="int8"`) and `recognizer_precision=auto|fp32|bf16|int8`,
 which loads its transformer recognizer under spacy_arbo.Tok2VecTransformer.v1 at that precision (as
 `configure --recognizer-precision` stores it). With `--profile`, one extra pass of each pipeline
 runs under cProfile and the table says where its time goes.

@@ -62,7 +62,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     add_setting_arguments(cmd)
     cmd.add_argument("--recognizer-precision", choices=PRECISIONS, default=None,
                      help="the transformer recognizer's arithmetic when it reads documents: auto (bf16 where the "
-                     "CPU has it), fp32 or bf16; a recognizer trained under spacy-transformers' "
+                     "CPU has it), fp32, bf16 or int8 (ONNX Runtime, on a CPU without bf16); a recognizer "
+                     "trained under spacy-transformers' "
                      "Tok2VecTransformer.v3 moves onto spacy_arbo.Tok2VecTransformer.v1 with its weights")
     cmd.set_defaults(func=configure_command)
 

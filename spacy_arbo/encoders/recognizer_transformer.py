@@ -1,30 +1,37 @@
-"""spacy-transformers' Tok2VecTransformer with the linker's `precision`: bf16 on a CPU that has it.
+"""spacy-transformers' Tok2VecTransformer with the linker's `precision`: bf16 on a CPU that has it,
+int8 on request.
 
 thinc runs a transformer under autocast on CUDA only, so on a CPU a transformer recognizer reads
 every document in fp32, and it is most of raw text's time. Here its passes without gradient
 (linking raw text, scoring dev during training) run under bf16 autocast where `precision`
-resolves to bf16, as the linker's towers do; updates stay fp32, as spacy-transformers trains.
+resolves to bf16, as the linker's towers do, or with "int8" on the linker's int8 ONNX Runtime
+copy of the transformer (`quantized.Int8Copy`), for CPUs without bf16 units; updates stay fp32,
+as spacy-transformers trains.
 The model is spacy-transformers' own, node for node, so a recognizer trained with
 `spacy-transformers.Tok2VecTransformer.v3` loads under this architecture unchanged.
 """
+from contextlib import contextmanager
 from functools import partial
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import torch
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Config, Model
 from thinc.types import Floats2d, Ragged
+from transformers.modeling_outputs import BaseModelOutput
 
 from ..settings import check_choice
 from ..util import ArboError
 from .precision import resolve_precision
+from .quantized import Int8Copy
 
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "int8")
 FLOAT_OUTPUTS = "_arbo_float_outputs"
 ARCHITECTURE = "spacy_arbo.Tok2VecTransformer.v1"
 # Architectures whose model this one builds node for node.
 SAME_MODEL = ("spacy-transformers.Tok2VecTransformer.v3", ARCHITECTURE)
+INT8_COPY = "_arbo_int8_copy"  # a plain attribute: not in the state dict, copied and pickled empty
 
 
 @registry.architectures(ARCHITECTURE)
@@ -40,7 +47,8 @@ def build_tok2vec_transformer(
     precision: str = "auto",
 ) -> Model[List[Doc], List[Floats2d]]:
     """`spacy-transformers.Tok2VecTransformer.v3`'s arguments, and `precision`: "auto" (bf16
-    where the CPU computes it natively, else fp32), "fp32" or "bf16"."""
+    where the CPU computes it natively, else fp32), "fp32", "bf16" or "int8" (ONNX Runtime, CPU
+    only: `pip install 'spacy-arbo[onnx]'`)."""
     check_choice("precision", precision, PRECISIONS)
     model = registry.architectures.get("spacy-transformers.Tok2VecTransformer.v3")(
         name=name, get_spans=get_spans, tokenizer_config=tokenizer_config, pooling=pooling,
@@ -69,12 +77,18 @@ def precision_overrides(config: Config, precision: str) -> Dict[str, str]:
 
 
 def forward_in_precision(forward: Callable, precision: str, model: Model, docs: Any, is_train: bool) -> Tuple[Any, Callable]:
-    """The transformer layer's forward, under bf16 autocast when it runs without gradient on a
-    CPU where `precision` resolves to bf16."""
+    """The transformer layer's forward, under bf16 autocast or on the int8 copy when it runs
+    without gradient and `precision` resolves to bf16 on a CPU, or to int8."""
     shim = next(node for node in model.walk() if node.shims).shims[0]
     module = shim._model
     device = next(module.parameters()).device if module is not None else torch.device("cpu")
-    if is_train or device.type != "cpu" or resolve_precision(precision, device) != "bf16":
+    if is_train or module is None:
+        return forward(model, docs, is_train)
+    resolved = resolve_precision(precision, device)
+    if resolved == "int8":
+        with _on_int8_copy(shim):
+            return forward(model, docs, is_train)
+    if device.type != "cpu" or resolved != "bf16":
         return forward(model, docs, is_train)
     if not getattr(module, FLOAT_OUTPUTS, False):
         # Deserialization makes a new module, so the hook is added on first use.
@@ -82,6 +96,37 @@ def forward_in_precision(forward: Callable, precision: str, model: Model, docs: 
         setattr(module, FLOAT_OUTPUTS, True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         return forward(model, docs, is_train)
+
+
+class _Int8Outputs(torch.nn.Module):
+    """Stands in for the transformer in the shim for one pass: the int8 copy's last hidden
+    state, in the ModelOutput that spacy-transformers reads."""
+
+    def __init__(self, int8: Int8Copy) -> None:
+        super().__init__()
+        self.int8 = int8
+
+    def forward(self, **inputs: torch.Tensor) -> BaseModelOutput:
+        return BaseModelOutput(last_hidden_state=self.int8(**inputs))
+
+
+@contextmanager
+def _on_int8_copy(shim: Any) -> Iterator[None]:
+    """The shim's transformer replaced by its int8 copy, checked against its weights (so a
+    copy made before an update is remade), and put back afterwards, so that saving and
+    training only ever see the transformer."""
+    module = shim._model
+    Int8Copy.check_supported(module)
+    int8 = getattr(module, INT8_COPY, None)
+    if int8 is None:
+        int8 = Int8Copy()
+        setattr(module, INT8_COPY, int8)
+    int8.sync(module)
+    shim._model = _Int8Outputs(int8)
+    try:
+        yield
+    finally:
+        shim._model = module
 
 
 def _float_outputs(module: torch.nn.Module, args: Any, output: Any) -> Any:

@@ -1,15 +1,18 @@
 """spacy_arbo.Tok2VecTransformer.v1: the recognizer's transformer reads documents under bf16
-autocast on a CPU when its precision says so, trains in fp32, and is spacy-transformers' model
-node for node (a recognizer saved under Tok2VecTransformer.v3 loads and predicts the same, and
-`configure --recognizer-precision` moves one onto it)."""
+autocast on a CPU, or on an int8 ONNX Runtime copy, when its precision says so, trains in fp32,
+and is spacy-transformers' model node for node (a recognizer saved under Tok2VecTransformer.v3
+loads and predicts the same, and `configure --recognizer-precision` moves one onto it)."""
+import builtins
 import shutil
 
+import numpy
 import pytest
 import spacy
 import torch
 from spacy.training import Example
 
 from spacy_arbo.cli import main
+from spacy_arbo.encoders.recognizer_transformer import INT8_COPY
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
@@ -32,6 +35,20 @@ def autocast_seen(nlp):
 
 def mentions(docs):
     return [[(e.start_char, e.end_char) for e in doc.ents] for doc in docs]
+
+
+def transformer_module(nlp):
+    return next(node for node in nlp.get_pipe("ner").model.walk() if node.shims).shims[0]._model
+
+
+def token_vectors(nlp):
+    """The recognizer's tok2vec output for TEXTS, one array of every token's vector."""
+    tok2vec = nlp.get_pipe("ner").model.get_ref("tok2vec")
+    return numpy.vstack(tok2vec.predict([nlp.make_doc(text) for text in TEXTS]))
+
+
+def row_cosines(a, b):
+    return (a * b).sum(1) / (numpy.linalg.norm(a, axis=1) * numpy.linalg.norm(b, axis=1))
 
 
 def test_bf16_reads_under_autocast_and_trains_without(trained_ner):
@@ -67,10 +84,65 @@ def test_a_recognizer_saved_under_spacy_transformers_architecture_predicts_the_s
         mentions(load(tmp / "out" / "model-last", "fp32").pipe(TEXTS))
 
 
+def test_int8_reads_on_onnx_runtime_close_to_fp32_and_saves_the_fp32_weights(trained_ner, tmp_path):
+    _, tmp = trained_ner
+    fp32, int8 = load(tmp / "out" / "model-last", "fp32"), load(tmp / "out" / "model-last", "int8")
+    module = transformer_module(int8)
+    seen = autocast_seen(int8)  # a hook on the torch transformer
+    reference, quantized = token_vectors(fp32), token_vectors(int8)
+    assert seen  # the first pass exported the transformer to ONNX...
+    seen.clear()
+    assert numpy.array_equal(token_vectors(int8), quantized) and not seen  # ...the next one read the copy
+    assert quantized.shape == reference.shape and quantized.dtype == reference.dtype
+    assert not numpy.array_equal(quantized, reference)  # really read by ONNX Runtime in int8
+    assert row_cosines(quantized, reference).min() > 0.98
+    assert mentions(int8.pipe(TEXTS)) == mentions(fp32.pipe(TEXTS))
+    # The shim holds the transformer again after each pass; its weights are saved, nothing of the copy.
+    assert transformer_module(int8) is module and getattr(module, INT8_COPY) is not None
+    int8.to_disk(tmp_path / "int8")
+    assert "_arbo_int8" not in str(list(module.state_dict()))
+    reloaded = spacy.load(tmp_path / "int8")
+    assert reloaded.config["components"]["ner"]["model"]["tok2vec"]["precision"] == "int8"
+    assert numpy.array_equal(token_vectors(reloaded), quantized)  # same weights, same copy, same vectors
+    assert numpy.array_equal(token_vectors(load(tmp_path / "int8", "fp32")), reference)
+
+
+def test_int8_trains_in_fp32_and_its_copy_follows_the_weights(trained_ner):
+    _, tmp = trained_ner
+    int8 = load(tmp / "out" / "model-last", "int8")
+    before = token_vectors(int8)
+    seen = autocast_seen(int8)
+    examples = [Example(int8.make_doc(text), make_doc(int8, text, gold)) for text, gold in TOY_TEXTS]
+    optimizer = int8.resume_training()
+    optimizer.learn_rate = 0.05
+    int8.update(examples, sgd=optimizer)
+    assert seen and not any(seen)  # the update ran the torch transformer, in fp32
+    after = token_vectors(int8)  # on a copy remade from the new weights
+    assert row_cosines(after, before).min() < 0.999
+    fp32 = load(tmp / "out" / "model-last", "fp32")
+    fp32.get_pipe("ner").from_bytes(int8.get_pipe("ner").to_bytes())
+    assert row_cosines(after, token_vectors(fp32)).min() > 0.98
+
+
+def test_int8_without_onnx_runtime_says_what_to_install(trained_ner, monkeypatch):
+    _, tmp = trained_ner
+    int8 = load(tmp / "out" / "model-last", "int8")
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kwargs):
+        if name.startswith("onnxruntime"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    with pytest.raises(ArboError, match=r"spacy-arbo\[onnx\]"):
+        list(int8.pipe(TEXTS[:1]))
+
+
 def test_unknown_precision_is_refused(trained_ner):
     _, tmp = trained_ner
     with pytest.raises(ArboError, match="precision"):
-        load(tmp / "out" / "model-last", "int8")
+        load(tmp / "out" / "model-last", "fp16")
 
 
 def test_configure_moves_a_v3_recognizer_onto_it(trained_ner, tmp_path, capsys):
