@@ -10,6 +10,7 @@ as spacy-transformers trains.
 The model is spacy-transformers' own, node for node, so a recognizer trained with
 `spacy-transformers.Tok2VecTransformer.v3` loads under this architecture unchanged.
 """
+import threading
 from contextlib import contextmanager
 from functools import partial
 from typing import Any, Callable, Dict, Iterator, List, Tuple
@@ -78,17 +79,16 @@ def precision_overrides(config: Config, precision: str) -> Dict[str, str]:
 
 def forward_in_precision(forward: Callable, precision: str, model: Model, docs: Any, is_train: bool) -> Tuple[Any, Callable]:
     """The transformer layer's forward, under bf16 autocast or on the int8 copy when it runs
-    without gradient and `precision` resolves to bf16 on a CPU, or to int8."""
+    without gradient and `precision` resolves to bf16 on a CPU, or is int8."""
     shim = next(node for node in model.walk() if node.shims).shims[0]
-    module = shim._model
-    device = next(module.parameters()).device if module is not None else torch.device("cpu")
-    if is_train or module is None:
+    if is_train or shim._model is None:
         return forward(model, docs, is_train)
-    resolved = resolve_precision(precision, device)
-    if resolved == "int8":
+    if precision == "int8":
         with _on_int8_copy(shim):
             return forward(model, docs, is_train)
-    if device.type != "cpu" or resolved != "bf16":
+    module = shim._model
+    device = next(module.parameters()).device
+    if device.type != "cpu" or resolve_precision(precision, device) != "bf16":
         return forward(model, docs, is_train)
     if not getattr(module, FLOAT_OUTPUTS, False):
         # Deserialization makes a new module, so the hook is added on first use.
@@ -110,23 +110,29 @@ class _Int8Outputs(torch.nn.Module):
         return BaseModelOutput(last_hidden_state=self.int8(**inputs))
 
 
+# Held while a shim's transformer is swapped out, so that a pass in another thread never
+# finds the stand-in in its place (ONNX Runtime uses every core for one pass anyway).
+_SWAP_LOCK = threading.Lock()
+
+
 @contextmanager
 def _on_int8_copy(shim: Any) -> Iterator[None]:
     """The shim's transformer replaced by its int8 copy, checked against its weights (so a
     copy made before an update is remade), and put back afterwards, so that saving and
     training only ever see the transformer."""
-    module = shim._model
-    Int8Copy.check_supported(module)
-    int8 = getattr(module, INT8_COPY, None)
-    if int8 is None:
-        int8 = Int8Copy()
-        setattr(module, INT8_COPY, int8)
-    int8.sync(module)
-    shim._model = _Int8Outputs(int8)
-    try:
-        yield
-    finally:
-        shim._model = module
+    with _SWAP_LOCK:
+        module = shim._model
+        Int8Copy.check_supported(module)
+        int8 = getattr(module, INT8_COPY, None)
+        if int8 is None:
+            int8 = Int8Copy()
+            setattr(module, INT8_COPY, int8)
+        int8.sync(module)
+        shim._model = _Int8Outputs(int8)
+        try:
+            yield
+        finally:
+            shim._model = module
 
 
 def _float_outputs(module: torch.nn.Module, args: Any, output: Any) -> Any:

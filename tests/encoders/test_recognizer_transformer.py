@@ -4,6 +4,7 @@ and is spacy-transformers' model node for node (a recognizer saved under Tok2Vec
 loads and predicts the same, and `configure --recognizer-precision` moves one onto it)."""
 import builtins
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy
 import pytest
@@ -122,6 +123,16 @@ def test_int8_trains_in_fp32_and_its_copy_follows_the_weights(trained_ner):
     fp32 = load(tmp / "out" / "model-last", "fp32")
     fp32.get_pipe("ner").from_bytes(int8.get_pipe("ner").to_bytes())
     assert row_cosines(after, token_vectors(fp32)).min() > 0.98
+
+
+def test_int8_passes_in_threads_read_what_one_thread_reads(trained_ner):
+    _, tmp = trained_ner
+    int8 = load(tmp / "out" / "model-last", "int8")
+    module = transformer_module(int8)
+    alone = mentions(int8.pipe(TEXTS))
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda text: mentions([int8(text)])[0], TEXTS * 3))
+    assert found == alone * 3 and transformer_module(int8) is module
 
 
 def test_int8_without_onnx_runtime_says_what_to_install(trained_ner, monkeypatch):
