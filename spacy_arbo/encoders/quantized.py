@@ -8,10 +8,12 @@ it: index builds, refreshes during training, linking and reranking (see
 docs/performance.md for what it costs in accuracy).
 """
 import logging
+import os
 import tempfile
 import warnings
+import weakref
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -59,6 +61,23 @@ def _trace_inputs(inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     return {name: torch.cat([t, t]) for name, t in inputs.items()}
 
 
+# Every copy, so that a forked child (`nlp.pipe(n_process=2)`) sets aside the sessions it
+# inherits and makes its own: their thread pools did not come with the fork, so a run on one
+# never returns, nor does freeing one. Set aside, they are never freed (children leave by
+# os._exit).
+_COPIES: "weakref.WeakSet[Int8Copy]" = weakref.WeakSet()
+_INHERITED_SESSIONS: List[object] = []
+
+
+def _set_sessions_aside_in_child() -> None:
+    for int8 in list(_COPIES):
+        _INHERITED_SESSIONS.extend(int8._sessions.values())
+        int8._sessions = {}
+
+
+os.register_at_fork(after_in_child=_set_sessions_aside_in_child)
+
+
 class Int8Copy:
     """An int8 ONNX Runtime copy of a transformer for passes without gradient. `sync`
     drops the copy when the original's weights have changed; the next call exports the
@@ -73,6 +92,7 @@ class Int8Copy:
         self._sessions: Dict[Tuple[Tuple[str, int], ...], object] = {}
         # False until `sync`; an owner sets it False when the weights may have changed since.
         self.checked = False
+        _COPIES.add(self)
 
     @staticmethod
     def check_supported(encoder: nn.Module) -> None:

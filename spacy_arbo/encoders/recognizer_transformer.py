@@ -63,7 +63,7 @@ def build_tok2vec_transformer(
 def precision_overrides(config: Config, precision: str) -> Dict[str, str]:
     """Config overrides (dot notation) that load a saved pipeline's transformer recognizers
     under this architecture at `precision`: a recognizer trained before it existed keeps its
-    weights and reads in bf16."""
+    weights and reads at that precision."""
     check_choice("precision", precision, PRECISIONS)
     overrides = {}
     for name, component in config["components"].items():
@@ -110,8 +110,9 @@ class _Int8Outputs(torch.nn.Module):
         return BaseModelOutput(last_hidden_state=self.int8(**inputs))
 
 
-# Held while a shim's transformer is swapped out, so that a pass in another thread never
-# finds the stand-in in its place (ONNX Runtime uses every core for one pass anyway).
+# Held while a shim's transformer is swapped out, so that an int8 pass in another thread never
+# finds the stand-in in its place (ONNX Runtime uses every core for one pass anyway). Saving or
+# training a pipeline while another thread reads with it is not supported.
 _SWAP_LOCK = threading.Lock()
 
 
@@ -122,14 +123,13 @@ def _on_int8_copy(shim: Any) -> Iterator[None]:
     training only ever see the transformer."""
     with _SWAP_LOCK:
         module = shim._model
-        Int8Copy.check_supported(module)
         int8 = getattr(module, INT8_COPY, None)
         if int8 is None:
             int8 = Int8Copy()
             setattr(module, INT8_COPY, int8)
         int8.sync(module)
-        shim._model = _Int8Outputs(int8)
         try:
+            shim._model = _Int8Outputs(int8)
             yield
         finally:
             shim._model = module

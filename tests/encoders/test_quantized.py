@@ -12,6 +12,8 @@ from spacy_arbo.encoders.templates import EntityInput, MentionInput
 from spacy_arbo.encoders.transformer import TransformerTower
 from spacy_arbo.util import ArboError
 
+from ..test_reliability import run_python
+
 ENTITIES = [EntityInput("wilson disease", "copper accumulates in the liver"), EntityInput("fever", ""),
             EntityInput("colorectal cancer", ""), EntityInput("heart failure", "cardiac failure")]
 MENTIONS = [MentionInput("patients with ", "fever", " and a cough"), MentionInput("", "WD", " runs in families")]
@@ -106,3 +108,43 @@ def test_int8_without_onnx_runtime_says_what_to_install(tower, monkeypatch):
 def test_int8_before_sync_is_a_clear_error():
     with pytest.raises(ArboError, match="sync"):
         Int8Copy()(input_ids=torch.zeros((1, 3), dtype=torch.long))
+
+
+FORK_SCRIPT = """
+    import multiprocessing
+
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from spacy_arbo.encoders.quantized import Int8Copy
+
+    # Big enough that ONNX Runtime runs its intra-op pool, whose threads a forked child lacks.
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                   intermediate_size=1024, max_position_embeddings=512)).eval()
+    inputs = {"input_ids": torch.randint(5, 1000, (16, 256)), "attention_mask": torch.ones(16, 256, dtype=torch.long)}
+    int8 = Int8Copy()
+    int8.sync(encoder)
+    parent = int8(**inputs)
+
+
+    def child(queue):
+        with torch.no_grad():
+            encoder.pooler.dense.bias.add_(1.0)  # new weights, outside the last hidden state
+        int8.sync(encoder)  # drops the parent's session: freeing it must not wait for its pool
+        queue.put(torch.equal(int8(**inputs), parent))
+
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    context.Process(target=child, args=(queue,), daemon=True).start()
+    print("same" if queue.get(timeout=100) else "differ")
+"""
+
+
+def test_a_forked_child_makes_its_own_sessions():
+    """`nlp.pipe(n_process=2)` forks: a child that freed or ran a session it inherited hung."""
+    result = run_python(FORK_SCRIPT, timeout=150)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "same"
