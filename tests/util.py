@@ -1,4 +1,6 @@
 """Helpers shared by the test modules (fixtures live in conftest.py)."""
+import builtins
+
 import spacy
 import torch
 
@@ -71,3 +73,15 @@ def make_two_stage_nlp(tiny_bert_dir, kb_dir, model=None, **cfg):
     torch.manual_seed(0)
     nlp.initialize()
     return nlp
+
+
+def hide_onnx_runtime(monkeypatch):
+    """Imports of onnxruntime fail from here on, as where the `[onnx]` extra is not installed."""
+    real_import = builtins.__import__
+
+    def no_onnx(name, *args, **kwargs):
+        if name.startswith("onnxruntime"):
+            raise ImportError(f"No module named '{name}'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)

@@ -1,5 +1,4 @@
 """int8 precision: ONNX Runtime copies close to fp32, following the weights, never saved."""
-import builtins
 import copy
 import pickle
 
@@ -13,6 +12,7 @@ from spacy_arbo.encoders.transformer import TransformerTower
 from spacy_arbo.util import ArboError
 
 from ..test_reliability import run_python
+from ..util import hide_onnx_runtime
 
 ENTITIES = [EntityInput("wilson disease", "copper accumulates in the liver"), EntityInput("fever", ""),
             EntityInput("colorectal cancer", ""), EntityInput("heart failure", "cardiac failure")]
@@ -93,14 +93,7 @@ def test_the_int8_copy_is_neither_saved_nor_copied(tower):
 
 
 def test_int8_without_onnx_runtime_says_what_to_install(tower, monkeypatch):
-    real_import = builtins.__import__
-
-    def no_onnx(name, *args, **kwargs):
-        if name.startswith("onnxruntime"):
-            raise ImportError(f"No module named '{name}'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    hide_onnx_runtime(monkeypatch)
     with pytest.raises(ArboError, match=r"spacy-arbo\[onnx\]"):
         tower.set_precision("int8")
 

@@ -2,7 +2,6 @@
 autocast on a CPU, or on an int8 ONNX Runtime copy, when its precision says so, trains in fp32,
 and is spacy-transformers' model node for node (a recognizer saved under Tok2VecTransformer.v3
 loads and predicts the same, and `configure --recognizer-precision` moves one onto it)."""
-import builtins
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,7 +17,7 @@ from spacy_arbo.encoders.recognizer_transformer import INT8_COPY
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
-from ..util import make_nlp
+from ..util import hide_onnx_runtime, make_nlp
 
 TEXTS = [text for text, _ in TOY_TEXTS] + ["Heart failure and fever, then colorectal cancer."]
 
@@ -154,14 +153,7 @@ def test_int8_passes_in_threads_read_what_one_thread_reads(trained_ner):
 def test_int8_without_onnx_runtime_says_what_to_install(trained_ner, monkeypatch):
     _, tmp = trained_ner
     int8 = load(tmp / "out" / "model-last", "int8")
-    real_import = builtins.__import__
-
-    def no_onnxruntime(name, *args, **kwargs):
-        if name.startswith("onnxruntime"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    hide_onnx_runtime(monkeypatch)
     with pytest.raises(ArboError, match=r"spacy-arbo\[onnx\]"):
         list(int8.pipe(TEXTS[:1]))
 
