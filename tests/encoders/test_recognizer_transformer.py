@@ -26,20 +26,20 @@ def load(path, precision):
     return spacy.load(path, config={"components": {"ner": {"model": {"tok2vec": {"precision": precision}}}}})
 
 
+def transformer_module(nlp):
+    return next(node for node in nlp.get_pipe("ner").model.walk() if node.shims).shims[0]._model
+
+
 def autocast_seen(nlp):
     """Whether each later pass of the recognizer's transformer ran under CPU autocast."""
     seen = []
-    module = next(node for node in nlp.get_pipe("ner").model.walk() if node.shims).shims[0]._model
-    module.register_forward_pre_hook(lambda _module, _args: seen.append(torch.is_autocast_enabled("cpu")))
+    transformer_module(nlp).register_forward_pre_hook(
+        lambda _module, _args: seen.append(torch.is_autocast_enabled("cpu")))
     return seen
 
 
 def mentions(docs):
     return [[(e.start_char, e.end_char) for e in doc.ents] for doc in docs]
-
-
-def transformer_module(nlp):
-    return next(node for node in nlp.get_pipe("ner").model.walk() if node.shims).shims[0]._model
 
 
 def token_vectors(nlp):
