@@ -10,6 +10,7 @@ as spacy-transformers trains.
 The model is spacy-transformers' own, node for node, so a recognizer trained with
 `spacy-transformers.Tok2VecTransformer.v3` loads under this architecture unchanged.
 """
+import os
 import threading
 from contextlib import contextmanager
 from functools import partial
@@ -114,6 +115,11 @@ class _Int8Outputs(torch.nn.Module):
 # finds the stand-in in its place (ONNX Runtime uses every core for one pass anyway). Saving or
 # training a pipeline while another thread reads with it is not supported.
 _SWAP_LOCK = threading.Lock()
+# A process forked while another thread reads in int8 (`nlp.pipe(n_process=2)` beside a serving
+# thread) would inherit the lock held for good and the stand-in in the transformer's place, so a
+# fork waits for the swap to end.
+os.register_at_fork(before=_SWAP_LOCK.acquire, after_in_parent=_SWAP_LOCK.release,
+                    after_in_child=_SWAP_LOCK.release)
 
 
 @contextmanager

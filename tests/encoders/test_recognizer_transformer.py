@@ -2,8 +2,11 @@
 autocast on a CPU, or on an int8 ONNX Runtime copy, when its precision says so, trains in fp32,
 and is spacy-transformers' model node for node (a recognizer saved under Tok2VecTransformer.v3
 loads and predicts the same, and `configure --recognizer-precision` moves one onto it)."""
+import os
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import numpy
 import pytest
@@ -13,7 +16,7 @@ from spacy.training import Example
 
 from spacy_arbo.cli import main
 from spacy_arbo.encoders.quantized import Int8Copy
-from spacy_arbo.encoders.recognizer_transformer import INT8_COPY
+from spacy_arbo.encoders.recognizer_transformer import _SWAP_LOCK, INT8_COPY, _on_int8_copy
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
@@ -148,6 +151,32 @@ def test_int8_passes_in_threads_read_what_one_thread_reads(trained_ner):
     with ThreadPoolExecutor(4) as pool:
         found = list(pool.map(lambda text: mentions([int8(text)])[0], TEXTS * 3))
     assert found == alone * 3 and transformer_module(int8) is module
+
+
+def test_a_fork_waits_for_an_int8_swap_in_another_thread_to_end(monkeypatch):
+    """Forked mid-swap, a child would find the lock held for good and the stand-in in the
+    transformer's place."""
+    monkeypatch.setattr(Int8Copy, "sync", lambda self, module: None)
+    module = torch.nn.Linear(1, 1)
+    shim = SimpleNamespace(_model=module)
+    inside, leave = threading.Event(), threading.Event()
+
+    def swap():
+        with _on_int8_copy(shim):
+            inside.set()
+            leave.wait(10)
+
+    thread = threading.Thread(target=swap)
+    thread.start()
+    assert inside.wait(10) and shim._model is not module
+    threading.Timer(0.3, leave.set).start()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if shim._model is module and _SWAP_LOCK.acquire(blocking=False) else 1)
+    thread.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert shim._model is module and not _SWAP_LOCK.locked()
 
 
 def test_int8_without_onnx_runtime_says_what_to_install(trained_ner, monkeypatch):
