@@ -1,3 +1,4 @@
+import argparse
 import importlib.util
 import json
 import subprocess
@@ -6,8 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from thinc.util import has_gpu
 
-from spacy_arbo.cli import main
+from spacy_arbo.cli import main, make_parser
 
 from .util import CTD_HEADER, ctd_line
 
@@ -96,6 +98,12 @@ def test_build_convert_assemble_evaluate(files, capsys):
     assert metrics["nil_r"] == 0.0  # no threshold: the NIL mention is linked to something
 
 
+def test_build_kb_format_auto_is_a_choice_that_guesses_from_the_name(files, capsys):
+    tmp, ctd, _, _ = files
+    assert main(["build-kb", str(ctd), str(tmp / "kb"), "--format", "auto"]) == 0
+    assert "2 entities, 1 aliases" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv,message", [
     (["build-kb", "missing.tsv", "out"], "KB source 'missing.tsv' does not exist"),
     (["convert", "missing.txt", "out.spacy"], "missing.txt"),
@@ -106,6 +114,36 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monk
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+# The commands that link or encode with a pipeline's (or an encoder's) torch models.
+GPU_COMMANDS = {"evaluate", "discover", "index-kb", "kb add", "kb remove", "export-spacy-kb", "add-memory", "configure",
+                "compare-runs", "tune-reranker", "tune-threshold", "select-pipeline", "self-align", "pretrain-synonyms"}
+
+
+def command_parsers(parser: argparse.ArgumentParser, name: str = ""):
+    """(command name, its parser) for every runnable command, `kb add` included."""
+    if parser.get_default("func") is not None:
+        yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from command_parsers(sub, f"{name} {sub_name}".strip())
+
+
+def gpu_commands():
+    return {name for name, cmd in command_parsers(make_parser()) if "--gpu-id" in cmd._option_string_actions}
+
+
+def test_the_commands_that_link_or_encode_take_spacys_gpu_id():
+    assert gpu_commands() == GPU_COMMANDS
+
+
+@pytest.mark.skipif(has_gpu, reason="this machine has a GPU: tests/test_gpu.py runs --gpu-id there")
+def test_gpu_id_without_a_gpu_is_one_line_naming_it(linked, capsys):
+    assert main(["evaluate", str(linked / "pipeline"), str(linked / "test.spacy"), "--gpu-id", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --gpu-id 0: ") and "CuPy" in err and "--gpu-id -1" in err
 
 
 @pytest.fixture

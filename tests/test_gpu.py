@@ -258,3 +258,29 @@ def test_linking_on_the_gpu_gives_the_cpu_links(tmp_path, toy_kb_dir, tiny_bert_
                     assert_same_top_k(candidates(got), candidates(want))
     finally:
         spacy.require_cpu()
+
+
+@pytest.mark.gpu
+def test_commands_with_gpu_id_link_on_the_gpu_as_on_the_cpu(tmp_path, toy_kb_dir, tiny_bert_dir):
+    """`evaluate --gpu-id 0` (as `weasel run all . --vars.gpu_id 0` runs it) puts the pipeline's
+    encoder on the GPU and scores what the CPU scores."""
+    from spacy_arbo.cli import main
+
+    nlp, gold, _ = train_toy(toy_kb_dir, OBJECTIVES["hard_negatives"], steps=40, model=tiny_dual_encoder(tiny_bert_dir),
+                             precision="fp32", use_gpu_index=False)
+    nlp.to_disk(tmp_path / "pipeline")
+    write_docbin(gold, tmp_path / "gold.spacy")
+    metrics, allocated = {}, {}
+    for gpu_id in (-1, 0):
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        try:
+            assert main(["evaluate", str(tmp_path / "pipeline"), str(tmp_path / "gold.spacy"),
+                         "--output", str(tmp_path / f"{gpu_id}.json"), "--gpu-id", str(gpu_id)]) == 0
+        finally:
+            spacy.require_cpu()
+        allocated[gpu_id] = torch.cuda.max_memory_allocated() - before
+        metrics[gpu_id] = srsly.read_json(tmp_path / f"{gpu_id}.json")
+    assert allocated[-1] == 0 and allocated[0] > 0
+    for key in ("accuracy", "recall@1", "n_mentions"):
+        assert metrics[0][key] == metrics[-1][key]

@@ -50,7 +50,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
         assert commands["evaluate-reranker"]["script"] == [
             f"python -m spacy_arbo evaluate training/{corpus}/reranker/model-best corpus/{corpus}/test.spacy "
             f"--seen-from corpus/{corpus}/train.spacy --output metrics/{corpus}/reranker_test.json "
-            f"--protocol biosyn --augment-from corpus/{corpus}/train.spacy corpus/{corpus}/dev.spacy"]
+            f"--protocol biosyn --augment-from corpus/{corpus}/train.spacy corpus/{corpus}/dev.spacy --gpu-id -1"]
         assert commands["report"]["script"] == [
             f"python -m spacy_arbo report metrics/{corpus} --output metrics/{corpus}/report.md"]
         assert commands["convert-quick"]["outputs"] == [
@@ -171,6 +171,25 @@ def test_every_workflow_runs_commands_that_exist(tmp_path):
     assert config["workflows"]["kb-only-linker"] == ["kb-only-kb", "kb-only-align", "kb-only-assemble"]
 
 
+def test_every_command_that_links_or_encodes_runs_on_the_gpu_id_variable(tmp_path):
+    """`--vars.gpu_id 0` trains and links on GPU 0: every `spacy train` and every spacy_arbo
+    command that takes --gpu-id passes the variable, and every line parses."""
+    from spacy_arbo.cli import make_parser
+
+    from .test_cli import GPU_COMMANDS
+
+    parser = make_parser()
+    lines = [line.split() for command in project_config(tmp_path, gpu_id=3).values() for line in command["script"]]
+    spacy_arbo_lines = [words[3:] for words in lines if words[:3] == ["python", "-m", "spacy_arbo"]]
+    on_gpu = [words for words in spacy_arbo_lines if words[0] in GPU_COMMANDS or " ".join(words[:2]) in GPU_COMMANDS]
+    train = [words for words in lines if words[:4] == ["python", "-m", "spacy", "train"]]
+    assert len(on_gpu) > 40 and len(train) > 5
+    for words in on_gpu + train:
+        assert words[-2:] == ["--gpu-id", "3"], " ".join(words)
+    for words in spacy_arbo_lines:
+        parser.parse_args(words)
+
+
 def kb_only_commands(tmp_path, **overrides):
     return {name: c for name, c in project_config(tmp_path, **overrides).items() if name.startswith("kb-only")}
 
@@ -247,5 +266,7 @@ def test_kb_only_assembles_the_recipe_config_and_scores_like_the_other_rows(tmp_
 
 def test_kb_only_linker_builds_any_kb_source(tmp_path):
     command = kb_only_commands(tmp_path, kb_only_source="my_kb.jsonl")["kb-only-kb"]
-    assert command["script"] == ["python -m spacy_arbo build-kb my_kb.jsonl kb"]
+    assert command["script"] == ["python -m spacy_arbo build-kb my_kb.jsonl kb --format auto"]
+    named = kb_only_commands(tmp_path, kb_only_source="catalogue.txt", kb_only_format="names")["kb-only-kb"]
+    assert named["script"] == ["python -m spacy_arbo build-kb catalogue.txt kb --format names"]
     assert command["deps"] == ["my_kb.jsonl"] and command["outputs"] == ["kb/entities.msgpack"]

@@ -4,7 +4,7 @@ import argparse
 from typing import List, Optional
 
 from . import corpora, encoder, evaluate, kb, pipeline, report, tune
-from ._util import load_pipeline, reporting_errors
+from ._util import load_pipeline, reporting_errors, use_gpu
 from .settings import apply_settings
 
 __all__ = ["apply_settings", "load_pipeline", "main", "make_parser", "reporting_errors"]
@@ -25,4 +25,9 @@ def make_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     """Run a command (see `reporting_errors`)."""
     args = make_parser().parse_args(argv)
-    return reporting_errors(lambda: args.func(args))
+
+    def run() -> None:
+        use_gpu(getattr(args, "gpu_id", -1))
+        args.func(args)
+
+    return reporting_errors(run)

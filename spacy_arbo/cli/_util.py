@@ -1,8 +1,11 @@
-"""What the commands share: reading corpora, writing pipelines, and bad input as one line."""
+"""What the commands share: reading corpora, writing pipelines, spaCy's --gpu-id, and bad input as one line."""
+import argparse
 import sys
 from typing import Any, Callable, List, Sequence
 
+import spacy
 import srsly
+import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
@@ -11,7 +14,31 @@ from ..corpora import read_docbin
 from ..evaluation import load_pipeline, recognizer_position
 from ..util import ArboError, PathLike, atomic_path
 
-__all__ = ["load_pipeline", "read_corpora", "reporting_errors", "require_recognizer", "write_json", "write_pipeline"]
+__all__ = ["add_gpu_option", "load_pipeline", "read_corpora", "reporting_errors", "require_recognizer", "torch_device",
+           "use_gpu", "write_json", "write_pipeline"]
+
+
+def add_gpu_option(cmd: argparse.ArgumentParser) -> None:
+    """spaCy's `--gpu-id`, for the commands that link or encode."""
+    cmd.add_argument("--gpu-id", type=int, default=-1,
+                     help="GPU to run the pipeline's torch models on, as spaCy's --gpu-id (default -1: the CPU)")
+
+
+def use_gpu(gpu_id: int) -> None:
+    """Pipelines loaded from now on run on GPU `gpu_id` (thinc's ops and torch models), as
+    `spacy train --gpu-id` trains them; -1 leaves them on the CPU."""
+    if gpu_id < 0:
+        return
+    try:
+        spacy.require_gpu(gpu_id)
+    except ValueError as err:
+        raise ArboError(f"--gpu-id {gpu_id}: {err} Running on a GPU needs a CUDA build of torch and CuPy for the "
+                        "same CUDA (docs/gpu.md); --gpu-id -1 runs on the CPU.") from None
+
+
+def torch_device(gpu_id: int) -> torch.device:
+    """Where a command's own torch module (not a pipeline's) runs under `--gpu-id`."""
+    return torch.device("cuda", gpu_id) if gpu_id >= 0 else torch.device("cpu")
 
 
 def read_corpora(paths: Sequence[PathLike], vocab: Vocab) -> List[Doc]:

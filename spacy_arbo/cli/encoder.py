@@ -14,7 +14,7 @@ from ..training.alignment_holdout import KBNames, hybrid_recall
 from ..training.self_alignment import LOSSES, AlignmentSettings, self_align
 from ..training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 from ..util import ArboError
-from ._util import load_pipeline, write_json
+from ._util import add_gpu_option, load_pipeline, torch_device, write_json
 
 # The dense + w x TF-IDF weights whose held-out recall `self-align` reports.
 SPARSE_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
@@ -40,6 +40,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--seed", type=int, default=0)
     cmd.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
                      help="auto: bf16 (autocast) where the hardware computes it natively")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=pretrain_synonyms_command)
 
     defaults = AlignmentSettings()
@@ -65,6 +66,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--seed", type=int, default=defaults.seed)
     cmd.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
                      help="auto: bf16 (autocast) where the hardware computes it natively")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=self_align_command)
 
 
@@ -82,6 +84,7 @@ def export_encoder_command(args: argparse.Namespace) -> None:
 def pretrain_synonyms_command(args: argparse.Namespace) -> None:
     kb = open_store(args.kb_dir)
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
+    tower.to(torch_device(args.gpu_id))
     tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
     sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
     before = name_alignment(tower, sample)
@@ -101,6 +104,7 @@ def self_align_command(args: argparse.Namespace) -> None:
                                  max_pairs=args.max_pairs, seed=args.seed)
     kb = open_store(args.kb_dir)
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
+    tower.to(torch_device(args.gpu_id))
     tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
     result = self_align(tower, kb, settings)
     tower.save_pretrained(args.out_dir)

@@ -9,7 +9,7 @@ from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_end_to_end, eva
                           gold_id_set)
 from ..pipeline.arbo_linker import arbo_linkers
 from ..util import ArboError, atomic_path
-from ._util import require_recognizer, write_json
+from ._util import add_gpu_option, require_recognizer, write_json
 from .settings import add_setting_arguments, configured_pipeline, set_dictionaries
 
 
@@ -26,6 +26,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--augment-from", nargs="+", metavar="TRAIN.spacy",
                      help="with --protocol biosyn: the corpora whose mentions augment the dictionary (train, dev)")
     add_setting_arguments(cmd)
+    add_gpu_option(cmd)
     cmd.set_defaults(func=evaluate_command)
 
     cmd = commands.add_parser("discover", help="cluster a corpus and propose its NIL clusters as new KB entries")
@@ -34,6 +35,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--output", default="new_entities.jsonl")
     cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
     add_setting_arguments(cmd)
+    add_gpu_option(cmd)
     cmd.set_defaults(func=discover_command)
 
 

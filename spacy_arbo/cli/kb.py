@@ -9,7 +9,7 @@ from ..kb.readers import build_kb, read_kb
 from ..kb.store import open_store
 from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
-from ._util import load_pipeline, write_pipeline
+from ._util import add_gpu_option, load_pipeline, write_pipeline
 
 KB_FORMATS = ["auto", *readers.KB_FORMATS]
 
@@ -18,7 +18,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
     cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")
     cmd.add_argument("out_dir")
-    cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
+    cmd.add_argument("--format", default="auto", choices=("auto", *KB_FORMATS),
+                     help="auto (the default): guessed from the file name")
     cmd.add_argument("--store", default="memory", choices=["memory", "disk"],
                      help="memory: loaded whole, fastest lookups; disk: SQLite read on demand, for KBs of "
                      "millions of entities (built without holding them all)")
@@ -33,6 +34,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--ray-address", help="a Ray cluster to encode on (e.g. ray://head:10001); default: a local one")
     cmd.add_argument("--shard-dir", help="where Ray workers write vector shards; on a cluster, a folder all nodes "
                      "share (default: the system's temporary folder)")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=index_kb_command)
 
     kb_commands = commands.add_parser("kb", help="change a trained pipeline's KB without retraining").add_subparsers(
@@ -40,13 +42,15 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = kb_commands.add_parser("add", help="add entities (those whose id the KB has replace it); only they are encoded")
     cmd.add_argument("pipeline")
     cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC)")
-    cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
+    cmd.add_argument("--format", default="auto", choices=("auto", *KB_FORMATS),
+                     help="auto (the default): guessed from the file name")
     cmd = kb_commands.add_parser("remove", help="remove entities by id")
     cmd.add_argument("pipeline")
     cmd.add_argument("ids", nargs="+", metavar="ID")
     for cmd in kb_commands.choices.values():
         cmd.add_argument("--output", help="where to write the updated pipeline (default: over PIPELINE, atomically)")
         cmd.add_argument("--component", default="arbo_linker")
+        add_gpu_option(cmd)
         cmd.set_defaults(func=kb_update_command)
 
     cmd = commands.add_parser("export-spacy-kb", help="write a pipeline's KB and entity vectors for spaCy's entity_linker")
@@ -54,6 +58,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("out_dir")
     cmd.add_argument("--component", default="arbo_linker")
     cmd.add_argument("--top-k", type=int, default=10, help="candidates per mention")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=export_spacy_kb_command)
 
 

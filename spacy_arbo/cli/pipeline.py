@@ -16,7 +16,7 @@ from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..tuning import tune_link_memory
 from ..util import ArboError
-from ._util import load_pipeline, read_corpora, write_pipeline
+from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
 from .settings import add_setting_arguments, configured_pipeline
 
 
@@ -54,6 +54,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      help="compare mention texts with plural endings dropped ('cancers' as 'cancer')")
     cmd.add_argument("--dev", help="choose --min-count, --min-share and --fold-plurals on this corpus (strict accuracy@1); "
                      "its docs are left out of the memory")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=add_memory_command)
 
     cmd = commands.add_parser("configure", help="store a pipeline with changed arbo_linker settings")
@@ -65,6 +66,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      "CPU has it), fp32, bf16 or int8 (ONNX Runtime, on a CPU without bf16); a recognizer "
                      "trained under spacy-transformers' "
                      "Tok2VecTransformer.v3 moves onto spacy_arbo.Tok2VecTransformer.v1 with its weights")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=configure_command)
 
 

@@ -9,7 +9,7 @@ from ..evaluation import gold_id_set
 from ..pipeline.arbo_linker import arbo_linkers
 from ..report import RUN_COLUMNS, markdown_table, read_run_clock, score_run, write_report
 from ..util import ArboError
-from ._util import load_pipeline, write_json
+from ._util import add_gpu_option, load_pipeline, write_json
 from .settings import apply_settings
 
 
@@ -24,6 +24,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--output", required=True, help="the JSON to write: run name -> clock and scores")
     cmd.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="inference setting applied to every run before scoring (repeatable)")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=compare_runs_command)
 
     cmd = commands.add_parser("report", help="results table (markdown) and recall@k plot from evaluate JSON files")

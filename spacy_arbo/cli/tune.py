@@ -8,7 +8,7 @@ from ..reranker import tuning as reranker_tuning
 from ..threshold import deciding_component, tune_threshold
 from ..tuning import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
 from ..util import atomic_path
-from ._util import load_pipeline, require_recognizer, write_pipeline
+from ._util import add_gpu_option, load_pipeline, require_recognizer, write_pipeline
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -23,6 +23,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--max-loss", type=float, default=MIN_GAIN,
                      help="dev accuracy@1 a smaller --top-n may give up (default: half a point, 0.005)")
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=tune_reranker_command)
 
     cmd = commands.add_parser("tune-threshold", help="choose the NIL threshold on a dev set (best link F) and store it")
@@ -34,6 +35,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      help="choose it by end-to-end link F on the mentions the pipeline's recognizer finds in the dev "
                           "texts (the pipeline needs NER), not on the gold mentions")
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=tune_threshold_command)
 
     cmd = commands.add_parser("select-pipeline", help="copy the pipeline that scores best on a dev set")
@@ -46,6 +48,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--min-gain", type=float, default=MIN_GAIN,
                      help="what a later pipeline must add to the metric on dev to be chosen (default: half a point, 0.005)")
     cmd.add_argument("--output", required=True, help="where to copy the chosen pipeline")
+    add_gpu_option(cmd)
     cmd.set_defaults(func=select_pipeline_command)
 
 
