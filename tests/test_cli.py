@@ -146,6 +146,14 @@ def test_gpu_id_without_a_gpu_is_one_line_naming_it(linked, capsys):
     assert err.startswith("error: --gpu-id 0: ") and "CuPy" in err and "--gpu-id -1" in err
 
 
+def test_index_kb_refuses_gpu_id_for_ray_workers(linked, capsys, monkeypatch):
+    """--gpu-id would put this process on the GPU while Ray's workers encode on their CPUs."""
+    monkeypatch.setattr("spacy_arbo.cli.use_gpu", lambda gpu_id: None)  # as if the GPU were there
+    assert main(["index-kb", str(linked / "pipeline"), str(linked / "kb"), "--workers", "2", "--gpu-id", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: index-kb: --gpu-id") and "--workers 1" in err
+
+
 @pytest.fixture
 def linked(files):
     """A KB, a converted corpus and an initialized hashed-tower pipeline, through the CLI."""

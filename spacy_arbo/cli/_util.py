@@ -21,7 +21,8 @@ __all__ = ["add_gpu_option", "load_pipeline", "read_corpora", "reporting_errors"
 def add_gpu_option(cmd: argparse.ArgumentParser) -> None:
     """spaCy's `--gpu-id`, for the commands that link or encode."""
     cmd.add_argument("--gpu-id", type=int, default=-1,
-                     help="GPU to run the pipeline's torch models on, as spaCy's --gpu-id (default -1: the CPU)")
+                     help="GPU to run the pipeline's torch models on, as spaCy's --gpu-id (default -1: the CPU); "
+                     "the entity index goes where the linker's use_gpu_index says")
 
 
 def use_gpu(gpu_id: int) -> None:
@@ -31,7 +32,7 @@ def use_gpu(gpu_id: int) -> None:
         return
     try:
         spacy.require_gpu(gpu_id)
-    except ValueError as err:
+    except Exception as err:  # no CuPy (ValueError), or no such device (CuPy's and torch's own errors)
         raise ArboError(f"--gpu-id {gpu_id}: {err} Running on a GPU needs a CUDA build of torch and CuPy for the "
                         "same CUDA (docs/gpu.md); --gpu-id -1 runs on the CPU.") from None
 

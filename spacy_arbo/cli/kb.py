@@ -9,6 +9,7 @@ from ..kb.readers import build_kb, read_kb
 from ..kb.store import open_store
 from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
+from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, write_pipeline
 
 KB_FORMATS = ["auto", *readers.KB_FORMATS]
@@ -18,8 +19,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
     cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")
     cmd.add_argument("out_dir")
-    cmd.add_argument("--format", default="auto", choices=("auto", *KB_FORMATS),
-                     help="auto (the default): guessed from the file name")
+    cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
     cmd.add_argument("--store", default="memory", choices=["memory", "disk"],
                      help="memory: loaded whole, fastest lookups; disk: SQLite read on demand, for KBs of "
                      "millions of entities (built without holding them all)")
@@ -42,8 +42,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = kb_commands.add_parser("add", help="add entities (those whose id the KB has replace it); only they are encoded")
     cmd.add_argument("pipeline")
     cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC)")
-    cmd.add_argument("--format", default="auto", choices=("auto", *KB_FORMATS),
-                     help="auto (the default): guessed from the file name")
+    cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
     cmd = kb_commands.add_parser("remove", help="remove entities by id")
     cmd.add_argument("pipeline")
     cmd.add_argument("ids", nargs="+", metavar="ID")
@@ -69,10 +68,14 @@ def build_kb_command(args: argparse.Namespace) -> None:
 
 
 def index_kb_command(args: argparse.Namespace) -> None:
+    on_ray = args.workers != 1 or args.ray_address
+    if on_ray and args.gpu_id >= 0:
+        raise ArboError("index-kb: --gpu-id runs this process on a GPU, not Ray's workers; encode with "
+                        "--workers 1 on the GPU, or on Ray's CPUs without --gpu-id.")
     nlp = load_pipeline(args.pipeline)
     linker = nlp.get_pipe(args.component)
     linker.set_kb(open_store(args.kb_dir))
-    if args.workers != 1 or args.ray_address:
+    if on_ray:
         linker.refresh_index(vectors=encode_entities_on_ray(
             linker, args.pipeline, kb_dir=args.kb_dir, workers=args.workers, address=args.ray_address,
             shard_dir=args.shard_dir))

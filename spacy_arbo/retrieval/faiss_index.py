@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 import srsly
+import torch
 
 try:
     import faiss
@@ -354,9 +355,10 @@ def _gpu_resources() -> "faiss.StandardGpuResources":
 
 
 def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["faiss.Index", bool]:
-    """Move a CPU index to GPU 0 when asked (or, with use_gpu=None, when possible): FAISS's GPU
-    index where faiss has GPU support, else, for a flat index, torch's exact search on CUDA.
-    A flat index left on the CPU is searched by torch there too (faster, same results)."""
+    """Move a CPU index to the GPU (torch's current one: spaCy's `require_gpu`, `--gpu-id`) when
+    asked (or, with use_gpu=None, when possible): FAISS's GPU index where faiss has GPU support,
+    else, for a flat index, torch's exact search on CUDA. A flat index left on the CPU is
+    searched by torch there too (faster, same results)."""
     on_torch = kind == "flat" and not gpu_available() and torch_search.torch_device() is not None
     if use_gpu is None:
         use_gpu, explicit = gpu_available() or on_torch, False
@@ -376,7 +378,8 @@ def _place(index: "faiss.Index", kind: str, use_gpu: Optional[bool]) -> Tuple["f
             warnings.warn("FAISS has no GPU version of HNSW; the hnsw index stays on CPU.")
         return index, False
     try:
-        return faiss.index_cpu_to_gpu(_gpu_resources(), 0, index), True
+        device = torch.cuda.current_device() if torch.cuda.is_available() else 0
+        return faiss.index_cpu_to_gpu(_gpu_resources(), device, index), True
     except RuntimeError as err:  # e.g. a PQ code size the GPU kernels do not support
         warnings.warn(f"Could not move the {kind} index to the GPU ({err}); it stays on CPU.")
         return index, False
