@@ -81,11 +81,18 @@ def export_encoder_command(args: argparse.Namespace) -> None:
     print(f"Wrote {args.out_dir}: {side}; start a retriever from it with --paths.encoder {args.out_dir}")
 
 
-def pretrain_synonyms_command(args: argparse.Namespace) -> None:
-    kb = open_store(args.kb_dir)
+def name_tower(args: argparse.Namespace) -> TransformerTower:
+    """The encoder that pretrain-synonyms and self-align train on KB names (mean-pooled, no
+    mention markers), on `--gpu-id`'s device at `--precision`."""
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
     tower.to(torch_device(args.gpu_id))
     tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
+    return tower
+
+
+def pretrain_synonyms_command(args: argparse.Namespace) -> None:
+    kb = open_store(args.kb_dir)
+    tower = name_tower(args)
     sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
     before = name_alignment(tower, sample)
     losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
@@ -103,9 +110,7 @@ def self_align_command(args: argparse.Namespace) -> None:
                                  loss=args.loss, batching=args.batching, held_out=args.held_out,
                                  max_pairs=args.max_pairs, seed=args.seed)
     kb = open_store(args.kb_dir)
-    tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
-    tower.to(torch_device(args.gpu_id))
-    tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
+    tower = name_tower(args)
     result = self_align(tower, kb, settings)
     tower.save_pretrained(args.out_dir)
     summary = {"kb": str(args.kb_dir), "encoder": encoder_path(args.encoder), **result.to_json(),
