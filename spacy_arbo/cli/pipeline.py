@@ -12,7 +12,6 @@ from ..evaluation import docs_not_in, mention_finders
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
-from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..tuning import tune_link_memory
 from ..util import ArboError
@@ -35,7 +34,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("pipeline", help="the linking pipeline (with or without a recognizer)")
     cmd.add_argument("output")
     cmd.add_argument("--kb", required=True, help="the KB directory whose names are matched (build-kb)")
-    cmd.add_argument("--mode", choices=MODES, default=None,
+    cmd.add_argument("--mode", choices=("add", "replace"), default=None,
                      help="add: beside the recognizer's mentions (the default when there is one); "
                      "replace: the KB's names are the only mentions (the default without one)")
     cmd.add_argument("--label", default="Disease", help="the label of the mentions it proposes (default Disease)")
@@ -71,12 +70,18 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True) -> None:
-    """Put `recognizer`'s 'ner' first in `nlp`, and a `mention_consistency` after it unless
-    `consistency` is off; the linking components then read the mentions found, in evaluation
-    (spacy evaluate) too, instead of the gold ones."""
-    if consistency and "mention_consistency" in nlp.pipe_names:
-        raise ArboError("The pipeline already has a component named 'mention_consistency'.")
-    nlp.add_pipe("ner", source=recognizer, first=True)
+    """Put `recognizer`'s 'ner', and the components before it that it reads (a
+    kb_mention_finder marking the KB's names), first in `nlp`, and a `mention_consistency` after
+    it unless `consistency` is off; the linking components then read the mentions found, in
+    evaluation (spacy evaluate) too, instead of the gold ones."""
+    if "ner" not in recognizer.pipe_names:
+        raise ArboError(f"The recognizer pipeline has no component named 'ner' (it has {', '.join(recognizer.pipe_names)}).")
+    sourced = recognizer.pipe_names[:recognizer.pipe_names.index("ner") + 1]
+    taken = [name for name in [*sourced, *(["mention_consistency"] if consistency else [])] if name in nlp.pipe_names]
+    if taken:
+        raise ArboError(f"The pipeline already has a component named '{taken[0]}'.")
+    for name in reversed(sourced):
+        nlp.add_pipe(name, source=recognizer, first=True)
     if consistency:
         nlp.add_pipe("mention_consistency", after="ner")
     use_found_mentions(nlp)
@@ -116,8 +121,6 @@ def add_kb_finder_command(args: argparse.Namespace) -> None:
 
 def add_ner_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
-    if "ner" in nlp.pipe_names:
-        raise ArboError(f"{args.pipeline} already has a component named 'ner'.")
     add_recognizer(nlp, load_pipeline(args.ner), args.consistency)
     write_pipeline(nlp, args.output)
     print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")

@@ -64,18 +64,28 @@ def build_tok2vec_transformer(
 def precision_overrides(config: Config, precision: str) -> Dict[str, str]:
     """Config overrides (dot notation) that load a saved pipeline's transformer recognizers
     under this architecture at `precision`: a recognizer trained before it existed keeps its
-    weights and reads at that precision."""
+    weights and reads at that precision. A transformer anywhere in a recognizer's tok2vec
+    counts (one concatenated with other features too)."""
     check_choice("precision", precision, PRECISIONS)
     overrides = {}
     for name, component in config["components"].items():
-        tok2vec = component.get("model", {}).get("tok2vec", {})
-        if tok2vec.get("@architectures") in SAME_MODEL:
-            overrides[f"components.{name}.model.tok2vec.@architectures"] = ARCHITECTURE
-            overrides[f"components.{name}.model.tok2vec.precision"] = precision
+        for path in _transformer_sections(component.get("model", {}).get("tok2vec", {}), f"components.{name}.model.tok2vec"):
+            overrides[f"{path}.@architectures"] = ARCHITECTURE
+            overrides[f"{path}.precision"] = precision
     if not overrides:
         raise ArboError(f"No component has a transformer recognizer ({' or '.join(SAME_MODEL)}) to set the "
                         "precision of.")
     return overrides
+
+
+def _transformer_sections(section: Any, path: str) -> Iterator[str]:
+    if not isinstance(section, dict):
+        return
+    if section.get("@architectures") in SAME_MODEL:
+        yield path
+        return
+    for key, value in section.items():
+        yield from _transformer_sections(value, f"{path}.{key}")
 
 
 def forward_in_precision(forward: Callable, precision: str, model: Model, docs: Any, is_train: bool) -> Tuple[Any, Callable]:

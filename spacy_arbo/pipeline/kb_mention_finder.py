@@ -32,7 +32,7 @@ from ..settings import check_at_least, check_choice
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
 
-MODES = ("add", "replace")
+MODES = ("add", "replace", "mark")
 NAMES_FILE = "names.json"
 # Names longer than this many tokens are descriptions, not something a text writes.
 MAX_NAME_TOKENS = 12
@@ -103,7 +103,9 @@ def is_abbreviation(name: str) -> bool:
 class KBMentionFinder(Pipe):
     """Proposes every span that matches a KB name as a mention with `label`: in "add" mode
     beside the mentions already in `doc.ents` (those win where they overlap), in "replace"
-    mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`.
+    mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`; in
+    "mark" mode they are only kept there, for a recognizer that reads them as features
+    (`spacy_arbo.SpanMarks.v1`).
     Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
@@ -167,9 +169,10 @@ class KBMentionFinder(Pipe):
         found = [Span(doc, start, end, label=self.cfg["label"])
                  for matcher in self._matchers.values() for _, start, end in matcher(doc)]
         found += self._defined_short_forms(doc)
-        if self.cfg["mode"] == "replace":
+        if self.cfg["mode"] in ("replace", "mark"):
             proposals = filter_spans(found)
-            doc.ents = proposals
+            if self.cfg["mode"] == "replace":
+                doc.ents = proposals
         else:
             taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}
             proposals = [s for s in filter_spans(found) if not taken.intersection(range(s.start, s.end))]

@@ -13,10 +13,11 @@ import pytest
 import spacy
 import torch
 from spacy.training import Example
+from thinc.api import Config
 
 from spacy_arbo.cli import main
 from spacy_arbo.encoders.quantized import Int8Copy
-from spacy_arbo.encoders.recognizer_transformer import _SWAP_LOCK, INT8_COPY, _on_int8_copy
+from spacy_arbo.encoders.recognizer_transformer import _SWAP_LOCK, INT8_COPY, _on_int8_copy, precision_overrides
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
@@ -212,3 +213,27 @@ def test_configure_names_a_pipeline_without_a_transformer_recognizer(toy_kb_dir,
     make_nlp(toy_kb_dir).to_disk(tmp_path / "linker")
     assert main(["configure", str(tmp_path / "linker"), str(tmp_path / "x"), "--recognizer-precision", "auto"]) == 1
     assert "No component has a transformer recognizer" in capsys.readouterr().err
+
+
+def test_overrides_find_a_transformer_concatenated_with_other_features():
+    config = Config().from_str("""
+[components]
+
+[components.ner]
+factory = "ner"
+
+[components.ner.model]
+@architectures = "spacy.TransitionBasedParser.v2"
+
+[components.ner.model.tok2vec]
+@layers = "concatenate.v1"
+
+[components.ner.model.tok2vec.*.transformer]
+@architectures = "spacy-transformers.Tok2VecTransformer.v3"
+
+[components.ner.model.tok2vec.*.kb_names]
+@architectures = "spacy_arbo.SpanMarks.v1"
+""")
+    assert precision_overrides(config, "int8") == {
+        "components.ner.model.tok2vec.*.transformer.@architectures": "spacy_arbo.Tok2VecTransformer.v1",
+        "components.ner.model.tok2vec.*.transformer.precision": "int8"}

@@ -62,6 +62,14 @@ def test_add_mode_keeps_the_recognizers_mentions(toy_kb):
     assert [s.text for s in doc.spans["kb_mentions"]] == ["fever"]
 
 
+def test_mark_mode_keeps_the_names_in_spans_and_leaves_the_ents(toy_kb):
+    nlp = finder_nlp(toy_kb, mode="mark", spans_key="marks")
+    doc = make_doc(nlp, "Wilson disease and fever today.", [("today", "")], label="NER")
+    doc = nlp.get_pipe("kb_mention_finder")(doc)
+    assert [(e.text, e.label_) for e in doc.ents] == [("today", "NER")]
+    assert [s.text for s in doc.spans["marks"]] == ["Wilson disease", "fever"]
+
+
 def test_unlinked_proposals_are_dropped_and_the_recognizers_nil_kept(toy_kb):
     nlp = finder_nlp(toy_kb, mode="add")
     doc = make_doc(nlp, "An odd turn, fever and cough.", [("odd turn", "")], label="NER")
