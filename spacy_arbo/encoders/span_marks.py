@@ -20,6 +20,7 @@ from thinc.types import Floats2d, Ints1d
 from ..util import ArboError
 
 OUTSIDE, BEGIN, INSIDE, LAST, UNIT = range(5)
+_SAMPLE_PASS = "_sample_pass_pending"
 
 
 @registry.architectures("spacy_arbo.SpanMarks.v1")
@@ -33,9 +34,9 @@ def build_span_marks(spans_key: str, width: int) -> Model[List[Doc], List[Floats
 def mark_ids(doc: Doc, spans_key: str, required: bool = True) -> numpy.ndarray:
     """OUTSIDE, BEGIN, INSIDE, LAST or UNIT for each token of `doc`; of overlapping spans, the
     first (the longest of those starting at one token) is marked."""
-    if spans_key not in doc.spans and not required:
-        return numpy.full(len(doc), OUTSIDE, dtype="int32")
     if spans_key not in doc.spans:
+        if not required:
+            return numpy.full(len(doc), OUTSIDE, dtype="int32")
         raise ArboError(f"The recognizer reads the spans in doc.spans['{spans_key}'], but this doc has none: put the "
                         f"component that marks them (kb_mention_finder with mode \"mark\" and spans_key "
                         f"\"{spans_key}\") before it.")
@@ -58,9 +59,6 @@ def init(model: Model, X: Optional[List[Doc]] = None, Y: Optional[List[Floats2d]
         # The recognizer's initialization then runs the tok2vec once on this sample, to size the
         # layers after it: docs straight from the corpus, which the marking component has not seen.
         model.attrs[_SAMPLE_PASS] = True
-
-
-_SAMPLE_PASS = "_sample_pass_pending"
 
 
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Callable]:
