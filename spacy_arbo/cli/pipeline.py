@@ -12,6 +12,7 @@ from ..evaluation import docs_not_in, mention_finders
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
+from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..tuning import tune_link_memory
 from ..util import ArboError
@@ -34,7 +35,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("pipeline", help="the linking pipeline (with or without a recognizer)")
     cmd.add_argument("output")
     cmd.add_argument("--kb", required=True, help="the KB directory whose names are matched (build-kb)")
-    cmd.add_argument("--mode", choices=("add", "replace"), default=None,
+    cmd.add_argument("--mode", choices=MODES, default=None,
                      help="add: beside the recognizer's mentions (the default when there is one); "
                      "replace: the KB's names are the only mentions (the default without one)")
     cmd.add_argument("--label", default="Disease", help="the label of the mentions it proposes (default Disease)")
@@ -71,7 +72,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True) -> None:
     """Put `recognizer`'s 'ner', and the components before it that it reads (a
-    kb_mention_finder marking the KB's names), first in `nlp`, and a `mention_consistency` after
+    kb_name_marker), first in `nlp`, and a `mention_consistency` after
     it unless `consistency` is off; the linking components then read the mentions found, in
     evaluation (spacy evaluate) too, instead of the gold ones."""
     if "ner" not in recognizer.pipe_names:

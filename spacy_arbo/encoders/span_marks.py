@@ -2,7 +2,7 @@
 transformer's.
 
 A recognizer over a general-domain encoder does not know the domain's vocabulary, but the KB
-does: `kb_mention_finder` in "mark" mode keeps the spans that read as KB names in
+does: `kb_name_marker` keeps the spans that read as KB names in
 `doc.spans[key]`, and this layer gives each token one of five vectors (outside every marked
 span; the first, a middle or the last token of one; a one-token span), so the recognizer learns
 how far to trust a KB match instead of taking every match as a mention. A transition-based
@@ -38,8 +38,7 @@ def mark_ids(doc: Doc, spans_key: str, required: bool = True) -> numpy.ndarray:
         if not required:
             return numpy.full(len(doc), OUTSIDE, dtype="int32")
         raise ArboError(f"The recognizer reads the spans in doc.spans['{spans_key}'], but this doc has none: put the "
-                        f"component that marks them (kb_mention_finder with mode \"mark\" and spans_key "
-                        f"\"{spans_key}\") before it.")
+                        f"component that marks them (kb_name_marker with spans_key \"{spans_key}\") before it.")
     ids = numpy.full(len(doc), OUTSIDE, dtype="int32")
     end = 0
     for span in sorted(doc.spans[spans_key], key=lambda s: (s.start, -s.end)):

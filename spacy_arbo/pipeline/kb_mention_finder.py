@@ -32,7 +32,8 @@ from ..settings import check_at_least, check_choice
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
 
-MODES = ("add", "replace", "mark")
+MODES = ("add", "replace")
+MARK = "mark"  # kb_name_marker's mode: the names in doc.spans only
 NAMES_FILE = "names.json"
 # Names longer than this many tokens are descriptions, not something a text writes.
 MAX_NAME_TOKENS = 12
@@ -104,14 +105,14 @@ class KBMentionFinder(Pipe):
     """Proposes every span that matches a KB name as a mention with `label`: in "add" mode
     beside the mentions already in `doc.ents` (those win where they overlap), in "replace"
     mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`; in
-    "mark" mode they are only kept there, for a recognizer that reads them as features
-    (`spacy_arbo.SpanMarks.v1`).
+    MARK mode (`kb_name_marker`) they are only kept there, for a recognizer that reads them as
+    features (`spacy_arbo.SpanMarks.v1`).
     Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
                  make_doc: Callable[[str], Doc]) -> None:
         """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are."""
-        check_choice("mode", mode, MODES)
+        check_choice("mode", mode, (*MODES, MARK))
         check_at_least(1, min_chars=min_chars)
         self.vocab = vocab
         self.name = name
@@ -169,7 +170,7 @@ class KBMentionFinder(Pipe):
         found = [Span(doc, start, end, label=self.cfg["label"])
                  for matcher in self._matchers.values() for _, start, end in matcher(doc)]
         found += self._defined_short_forms(doc)
-        if self.cfg["mode"] in ("replace", "mark"):
+        if self.cfg["mode"] in ("replace", MARK):
             proposals = filter_spans(found)
             if self.cfg["mode"] == "replace":
                 doc.ents = proposals
@@ -240,7 +241,16 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
                   default_config={"label": "Disease", "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
 def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: str, min_chars: int,
                            spans_key: str) -> KBMentionFinder:
+    check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
+                           make_doc=nlp.make_doc)
+
+
+@Language.factory("kb_name_marker", assigns=["doc.spans"], default_config={"min_chars": 3, "spans_key": "kb_names"})
+def make_kb_name_marker(nlp: Language, name: str, min_chars: int, spans_key: str) -> KBMentionFinder:
+    """The spans that read as KB names, in `doc.spans[spans_key]` only, for a recognizer that
+    reads them as features (`spacy_arbo.SpanMarks.v1`); it finds no mentions itself."""
+    return KBMentionFinder(nlp.vocab, name, label="", mode=MARK, min_chars=min_chars, spans_key=spans_key,
                            make_doc=nlp.make_doc)
 
 

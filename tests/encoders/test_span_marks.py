@@ -25,7 +25,7 @@ def test_mark_ids_say_where_each_span_begins_and_ends():
     nlp = spacy.blank("en")
     doc = marked_doc(nlp, "Colon cancer and congestive heart failure with fever", [(0, 2), (3, 6), (4, 6), (7, 8)])
     assert mark_ids(doc, "marks").tolist() == [BEGIN, LAST, OUTSIDE, BEGIN, INSIDE, LAST, OUTSIDE, UNIT]
-    with pytest.raises(ArboError, match=r"doc.spans\['kb_names'\].*kb_mention_finder"):
+    with pytest.raises(ArboError, match=r"doc.spans\['kb_names'\].*kb_name_marker"):
         mark_ids(doc, "kb_names")
 
 
@@ -70,7 +70,7 @@ def marks_recognizer():
     """A recognizer that reads nothing but the marks of the toy KB's names, trained on some."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    finder = nlp.add_pipe("kb_mention_finder", name="kb_names", config={"mode": "mark", "spans_key": "kb_names"})
+    finder = nlp.add_pipe("kb_name_marker", name="kb_names")
     kb = EntityStore([Entity(*entity) for entity in TOY_ENTITIES], source="toy")
     finder.initialize(nlp=nlp, kb_loader=lambda _vocab: kb)
     nlp.add_pipe("ner", config=Config().from_str(RECOGNIZER))

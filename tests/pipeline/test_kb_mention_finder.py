@@ -3,6 +3,7 @@ import spacy
 import srsly
 from spacy.tokens import Span
 
+from spacy_arbo.evaluation import mention_finders
 from spacy_arbo.kb.entities import NIL
 from spacy_arbo.pipeline.kb_mention_finder import drop_unlinked_proposals, last_word_forms, name_variants
 from spacy_arbo.util import ArboError
@@ -62,12 +63,17 @@ def test_add_mode_keeps_the_recognizers_mentions(toy_kb):
     assert [s.text for s in doc.spans["kb_mentions"]] == ["fever"]
 
 
-def test_mark_mode_keeps_the_names_in_spans_and_leaves_the_ents(toy_kb):
-    nlp = finder_nlp(toy_kb, mode="mark", spans_key="marks")
-    doc = make_doc(nlp, "Wilson disease and fever today.", [("today", "")], label="NER")
-    doc = nlp.get_pipe("kb_mention_finder")(doc)
+def test_the_marker_keeps_the_names_in_spans_and_leaves_the_ents(toy_kb):
+    nlp = spacy.blank("en")
+    marker = nlp.add_pipe("kb_name_marker", config={"spans_key": "marks"})
+    marker.initialize(nlp=nlp, kb_loader=lambda _vocab: toy_kb)
+    doc = marker(make_doc(nlp, "Wilson disease and fever today.", [("today", "")], label="NER"))
     assert [(e.text, e.label_) for e in doc.ents] == [("today", "NER")]
     assert [s.text for s in doc.spans["marks"]] == ["Wilson disease", "fever"]
+    # It finds no mentions, as its meta says: an end-to-end pipeline still needs a recognizer.
+    assert mention_finders(nlp) == []
+    with pytest.raises(ArboError, match="mode 'mark'"):
+        spacy.blank("en").add_pipe("kb_mention_finder", config={"mode": "mark"})
 
 
 def test_unlinked_proposals_are_dropped_and_the_recognizers_nil_kept(toy_kb):
