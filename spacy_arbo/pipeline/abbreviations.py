@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from scispacy.abbreviation import AbbreviationDetector, find_abbreviation
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc, Span, Token
 from spacy.vocab import Vocab
 
 
@@ -38,7 +38,7 @@ class LongForms:
                 forms[span.start_char, span.end_char] = short["long_text"]
             elif short._.long_form is not None:
                 forms[short.start_char, short.end_char] = short._.long_form.text
-        for short, long in hyphenated_definitions(doc):
+        for short, long in parenthesized_definitions(doc):
             for occurrence in word_occurrences(doc.text, short):
                 forms.setdefault(occurrence, long)
         return forms
@@ -64,27 +64,65 @@ def short_form_spans(doc: Doc, long_forms: LongForms, label_of: Callable[[str], 
     return spans
 
 
-def hyphenated_definitions(doc: Doc) -> Iterator[Tuple[str, str]]:
-    """(short, long) for definitions such as "T-cell prolymphocytic leukaemia (T-PLL)".
+def parenthesized_definitions(doc: Doc) -> Iterator[Tuple[str, str]]:
+    """(short, long) for the two kinds of definition that scispacy's detector skips:
+    "T-cell prolymphocytic leukaemia (T-PLL)" and "Cowden disease (CD; MIM 158350)".
 
     spaCy splits "T-PLL" at its hyphen into "T", "-", "PLL", and scispacy's detector wants
-    every token of a short form to have 2 to 9 characters, so it never sees these. Schwartz
-    & Hearst's own rule is on the short form's characters: 2 to 10 of them, the first a
-    letter, at least one letter (here: half of them, as scispacy asks of the others)."""
+    every token of a short form to have 2 to 9 characters, so it never sees these. And it reads
+    parentheses of more than three tokens as a long form, where Schwartz & Hearst's own
+    implementation takes the text before a ", " or "; " in them as the short form. Their rule
+    is on the short form's characters: 2 to 10 of them, the first a letter, at least one letter
+    (here: half of them, as scispacy asks of the others)."""
     for open_ in (t for t in doc if t.text == "("):
-        close = next((t for t in doc[open_.i + 1: open_.i + 8] if t.text == ")"), None)
-        if close is None or close.i - open_.i < 4:
-            continue  # not found, or one or two tokens: scispacy's detector covers those
-        short = doc[open_.i + 1: close.i]
-        text = short.text
-        if any(t.whitespace_ for t in short[:-1]) or "-" not in text or not 2 <= len(text) <= 10:
+        short = _short_form_after(open_)
+        if short is None:
             continue
-        if not text[0].isalpha() or sum(c.isalpha() for c in text) < len(text) / 2:
+        text = short.text
+        if not 2 <= len(text) <= 10 or not text[0].isalpha() or sum(c.isalpha() for c in text) < len(text) / 2:
             continue
         window = min(len(text) + 5, len(text) * 2)
         _, long = find_abbreviation(doc[max(open_.i - window, 0): open_.i], short)
-        if long is not None:
+        if long is None or len(long.text) <= len(text):  # "ATM (A-T, mutated)": ATM is the short form
+            continue
+        listed = doc[short.end].text != ")"  # more follows in the parentheses
+        if not listed or _ends_alike(text, long.text):
             yield text, long.text
+
+
+def _ends_alike(short: str, long: str) -> bool:
+    """Whether the long form's last word holds the short form's last letter or digit, asked of
+    a short form that more text follows in its parentheses: the long form runs up to the
+    parenthesis, so a coordination before a list of short forms ("spinocerebellar ataxias 1
+    and 2 (SCA1, n = 11; SCA2, ...)") is no long form of the first."""
+    last = next((c for c in reversed(short) if c.isalnum()), "")
+    return last.casefold() in re.split(r"[\s-]", long)[-1].casefold()
+
+
+# Tokens of a short form spaCy may split a word into ("T-PLL": 3); a longer word is no short form.
+_MAX_SHORT_FORM_TOKENS = 6
+
+
+def _short_form_after(open_: Token) -> Optional[Span]:
+    """The word right after `open_` (tokens up to the first whitespace), when it is a short
+    form candidate that scispacy's detector does not read: a whole hyphenated parenthesis, or
+    a word of two capitals or more followed by "; " or ", " inside the parentheses."""
+    doc = open_.doc
+    end = open_.i + 1
+    while end < len(doc) and end - open_.i <= _MAX_SHORT_FORM_TOKENS and doc[end].text not in (")", ";", ","):
+        end += 1
+        if doc[end - 1].whitespace_:
+            break
+    if end == open_.i + 1 or end >= len(doc) or doc[end - 1].whitespace_:
+        return None
+    word, after = doc[open_.i + 1: end], doc[end]
+    if after.text == ")":  # one or two tokens, or no hyphen: scispacy's detector covers those
+        return word if len(word) >= 3 and "-" in word.text else None
+    closed = any(t.text == ")" for t in doc[end + 1: end + 40])
+    # Two capitals at least: a list in parentheses ("(cardiac, cerebrovascular and ...)", "(Sham,
+    # N = 22)") starts with a word, which the letters of the words before it may also spell.
+    capitals = sum(c.isupper() for c in word.text) >= 2
+    return word if after.text in (";", ",") and after.whitespace_ and closed and capitals else None
 
 
 class SpelledOut:

@@ -2,7 +2,7 @@ import re
 
 import spacy
 
-from spacy_arbo.pipeline.abbreviations import LongForms, SpelledOut, hyphenated_definitions
+from spacy_arbo.pipeline.abbreviations import LongForms, SpelledOut, parenthesized_definitions
 
 # NCBI Disease test (PMID 10071185): spaCy splits "T-PLL" at its hyphen, which scispacy's
 # detector alone never reads as a short form.
@@ -13,7 +13,7 @@ def test_a_hyphenated_short_form_gets_its_long_form_wherever_the_doc_uses_it():
     nlp = spacy.blank("en")
     doc = nlp(DEFINES)
     assert [t.text for t in doc[8:13]] == ["(", "T", "-", "PLL", ")"]
-    assert list(hyphenated_definitions(doc)) == [("T-PLL", "T-cell prolymphocytic leukaemia")]
+    assert list(parenthesized_definitions(doc)) == [("T-PLL", "T-cell prolymphocytic leukaemia")]
     forms = LongForms(nlp.vocab)(doc)
     starts = [i for i in range(len(DEFINES)) if DEFINES.startswith("T-PLL", i)]
     # Every whole-word use; "T-PLLs" is another word.
@@ -30,11 +30,42 @@ def test_what_is_not_a_hyphenated_definition_is_left_alone():
         "in the complicated very-long-disease-name (VERY-LONG-DN)",  # over 10 characters
         "Wilson disease (WD)",  # one token: scispacy's detector's case
     ]:
-        assert list(hyphenated_definitions(nlp(text))) == [], text
+        assert list(parenthesized_definitions(nlp(text))) == [], text
     # scispacy's own definitions still come through.
     doc = nlp("Wilson disease (WD) is rare.")
     assert list(LongForms(nlp.vocab)(doc).values()) == ["Wilson disease"]
 
+
+
+# NCBI Disease test: a short form followed by more in its parentheses, which scispacy's
+# detector reads as a long form of the word before them.
+LISTED = "Cowden disease (CD; MIM 158350) and Wolfram syndrome (WFS, OMIM 222300) are rare. CD and WFS differ."
+
+
+def test_a_short_form_before_a_semicolon_or_comma_in_its_parentheses_is_defined():
+    nlp = spacy.blank("en")
+    doc = nlp(LISTED)
+    assert list(parenthesized_definitions(doc)) == [("CD", "Cowden disease"), ("WFS", "Wolfram syndrome")]
+    forms = LongForms(nlp.vocab)(doc)
+    assert sorted((LISTED[start:end], long) for (start, end), long in forms.items()) == [
+        ("CD", "Cowden disease"), ("CD", "Cowden disease"), ("WFS", "Wolfram syndrome"), ("WFS", "Wolfram syndrome")]
+
+
+def test_what_is_not_a_listed_definition_is_left_alone():
+    nlp = spacy.blank("en")
+    for text in [
+        # A coordination before a list of short forms: the long form's last word lacks the 1.
+        "with autosomal dominant spinocerebellar ataxias 1 and 2 (SCA1, n = 11; SCA2, n = 10) and",
+        # The parentheses hold the long form of the word before them.
+        "The ATM (A-T, mutated) gene is large.",
+        # A list of words, not a short form (fewer than two capitals).
+        "cardiovascular thrombotic events (cardiac, cerebrovascular and peripheral) were seen",
+        "nephrectomized (Nx, N = 38) or sham-operated (Sham, N = 22) rats",
+        # No closing parenthesis, or no space after the separator.
+        "Cowden disease (CD; MIM 158350 and more",
+        "Cowden disease (CD;MIM 158350) here",
+    ]:
+        assert list(parenthesized_definitions(nlp(text))) == [], text
 
 
 # The pattern of NCBI Disease test PMID 9607188: a short form defined through another one.

@@ -45,6 +45,10 @@ def test_short_forms_of_a_labelled_long_form_are_labelled_where_they_occur():
     assert consistent(text, [("Wilson disease", "Disease")], short_forms=False) == [("Wilson disease", 0, "Disease")]
     # A long form the recognizer did not label gives nothing.
     assert consistent(text, [("copper", "Chemical")]) == [("copper", 36, "Chemical")]
+    # NCBI Disease test PMID 9467011's definition, with more in its parentheses.
+    text = "Cowden disease (CD; MIM 158350) is rare. In CD, tumours form."
+    assert [(t, s) for t, s, _ in consistent(text, [("Cowden disease", "Disease")])] == [
+        ("Cowden disease", 0), ("CD", 16), ("CD", 44)]
 
 
 def test_labels_carry_over_and_the_longer_span_stays():
