@@ -18,7 +18,7 @@ from spacy_arbo.kb.readers import write_jsonl
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError, atomic_path, clean_stale_temps
 
-from .conftest import TOY_ENTITIES
+from .conftest import TOY_ENTITIES, TOY_TEXTS, make_doc
 from .util import links, make_nlp, unlinked
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,6 +98,26 @@ def test_damaged_weights_file_is_one_arbo_error(saved_pipeline, damage, capsys):
     assert main(["evaluate", str(saved_pipeline), str(saved_pipeline / "test.spacy")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "re-save the pipeline" in err
+
+
+def test_missing_weights_file_is_one_arbo_error_not_the_untrained_encoder(saved_pipeline, tmp_path, toy_kb_dir):
+    (saved_pipeline / "arbo_linker" / "model").unlink()
+    with pytest.raises(ArboError, match=r"arbo_linker: the linker's weights file 'model' is missing"):
+        spacy.load(saved_pipeline)
+    # A TF-IDF linker never builds its encoder: it saves that as such, and loads without it too
+    # (as earlier versions saved it).
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"candidate_source": "tfidf", "index_aliases": True})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(toy_kb_dir)}}
+    nlp.initialize()
+    nlp.to_disk(tmp_path / "tfidf")
+    docs = [make_doc(nlp, text, mentions, with_ids=False) for text, mentions in TOY_TEXTS]
+    expected = links(nlp.pipe(docs))
+    assert any(kb_id for doc in expected for _, kb_id, _ in doc)
+    assert links(spacy.load(tmp_path / "tfidf").pipe(docs)) == expected
+    (tmp_path / "tfidf" / "arbo_linker" / "model").unlink()
+    assert links(spacy.load(tmp_path / "tfidf").pipe(docs)) == expected
 
 
 def test_truncated_weights_bytes_and_copies(saved_pipeline):

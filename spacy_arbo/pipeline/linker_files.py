@@ -13,9 +13,13 @@ from spacy import util
 
 from ..kb.store import EntityStore, open_store
 from ..torch_model import is_built
+from ..util import ArboError
 from ..training.mentions import TrainingMentions
 
 logger = logging.getLogger("spacy_arbo")
+# What the weights file holds for weights never built (a TF-IDF linker's encoder), so that a
+# missing file can only mean a pipeline copied without its weights.
+UNBUILT = b"spacy-arbo: weights never built\n"
 
 
 def _dense_index_is_saved(linker: Any) -> bool:
@@ -68,8 +72,7 @@ def to_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
         "kb": retriever.kb.to_disk,
         "indexes": lambda p: retriever.to_disk(p, include_dense=_dense_index_is_saved(linker)),
     }
-    if is_built(linker.model):
-        serializers["model"] = linker.model.to_disk
+    serializers["model"] = linker.model.to_disk if is_built(linker.model) else lambda p: Path(p).write_bytes(UNBUILT)
     if _keeps_anchors(linker):
         serializers["anchors"] = lambda p: _current_anchors(linker).to_disk(p, retriever.kb)
     if linker.corpus_long_forms:
@@ -79,13 +82,24 @@ def to_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
 
 def from_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
     deserializers = {
-        "model": lambda p: linker.model.from_disk(p) if p.exists() else None,
+        "model": lambda p: _load_model(linker, p),
         "kb": lambda p: linker.set_kb(open_store(p)),
         "indexes": lambda p: linker.require_retriever().from_disk(p),
         "anchors": lambda p: _load_anchors(linker, TrainingMentions.from_disk(p, linker.kb) if p.exists() else None),
         "long_forms": linker.read_mentions.read_long_forms,
     }
     util.from_disk(path, deserializers, exclude)
+
+
+def _load_model(linker: Any, path: Path) -> None:
+    if path.exists():
+        if path.stat().st_size != len(UNBUILT) or path.read_bytes() != UNBUILT:
+            linker.model.from_disk(path)
+        return
+    # Earlier versions wrote nothing for weights never built, which only a TF-IDF linker has.
+    if linker.settings.uses_dense:
+        raise ArboError(f"{path.parent}: the linker's weights file '{path.name}' is missing, so it would encode "
+                        "with the untrained encoder; copy the saved pipeline again, whole.")
 
 
 def from_legacy_disk(linker: Any, path: Path) -> None:

@@ -15,6 +15,7 @@ from spacy.training import Example
 
 from ..encoders.templates import MentionInput
 from ..retrieval.retriever import EntityRetriever
+from ..kb.entities import NIL
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
@@ -23,6 +24,19 @@ from .encoding import LinkerEncoder
 logger = logging.getLogger("spacy_arbo")
 
 ReadMentions = Callable[[Sequence[Span]], List[MentionInput]]
+
+
+def check_gold_ids(unknown: Sequence[str], total: int) -> None:
+    """Gold ids the KB lacks train nothing: none known is an error (another KB, or ids
+    written another way), some unknown a warning, so that neither goes unnoticed."""
+    if not unknown:
+        return
+    examples = ", ".join(repr(kb_id) for kb_id in sorted(set(unknown))[:3])
+    if len(unknown) == total:
+        raise ArboError(f"None of the {total:,} gold mentions of the training data has an id the KB holds "
+                        f"(e.g. {examples}): was the corpus converted against this KB (`convert --kb`)?")
+    logger.warning("%d of %d gold mentions of the training data have ids the KB lacks (e.g. %s); "
+                   "they are not trained on.", len(unknown), total, examples)
 
 
 class RetrieverTraining:
@@ -46,7 +60,9 @@ class RetrieverTraining:
     def collect_mentions(self, docs: Iterable[Doc], retriever: EntityRetriever, read: ReadMentions) -> None:
         """Keep the gold mentions of `docs` whose entity the KB has."""
         kb = retriever.kb
-        linked = [(ent, row) for doc in docs for ent in doc.ents if (row := gold_row(kb, ent.kb_id_)) is not None]
+        gold = [(ent, gold_row(kb, ent.kb_id_)) for doc in docs for ent in doc.ents if ent.kb_id_ not in ("", NIL)]
+        linked = [(ent, row) for ent, row in gold if row is not None]
+        check_gold_ids([ent.kb_id_ for ent, row in gold if row is None], len(gold))
         # One call, so each doc's abbreviations are found once rather than once per mention.
         inputs = read([ent for ent, _ in linked])
         self.corpus = TrainingMentions.collect((ent, mention, row) for (ent, row), mention in zip(linked, inputs))

@@ -28,10 +28,11 @@ def mention_key(span: Span) -> MentionKey:
 
 
 def gold_row(kb: BaseEntityStore, kb_id: str) -> Optional[int]:
-    """The entity row a gold id trains towards; for composite ids, the first one in the KB."""
+    """The entity row a gold id trains towards; for composite ids, the first one in the KB
+    (as the KB resolves ids: "D005334" reaches "MESH:D005334")."""
     for part in split_ids(kb_id):
-        if part != NIL and part in kb:
-            return kb.row(part)
+        if part != NIL and (resolved := kb.resolve(part)) is not None:
+            return kb.row(resolved)
     return None
 
 

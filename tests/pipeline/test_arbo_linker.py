@@ -103,7 +103,8 @@ def test_tfidf_pipeline_neither_builds_nor_ships_an_encoder(tmp_path, toy_kb_dir
     assert not is_built(linker.model)
     before = links(nlp.pipe(unlinked(nlp, toy_docs)))
     nlp.to_disk(tmp_path / "pipeline")
-    assert not (tmp_path / "pipeline" / "arbo_linker" / "model").exists()
+    # It ships a marker, not weights: a missing weights file means a pipeline copied without them.
+    assert (tmp_path / "pipeline" / "arbo_linker" / "model").stat().st_size < 100
     for loaded in (spacy.load(tmp_path / "pipeline"), spacy.blank("en").from_config(nlp.config).from_bytes(nlp.to_bytes())):
         assert not is_built(loaded.get_pipe("arbo_linker").model)
         assert links(loaded.pipe(unlinked(loaded, toy_docs))) == before

@@ -69,6 +69,28 @@ def test_fgsm_needs_an_entity_edge_objective(toy_kb_dir):
         train_toy(toy_kb_dir, {"@losses": "spacy_arbo.fgsm.v1", "base": OBJECTIVES["arborescence_full"]}, steps=1)
 
 
+def test_gold_ids_train_as_the_kb_resolves_them_and_unknown_ones_are_named(toy_kb_dir, caplog):
+    """"D005334" trains towards "MESH:D005334" as it reaches it in the KB; ids the KB lacks
+    train nothing, which is an error when no id is known and a warning when some are not."""
+    from spacy_arbo.util import ArboError
+
+    def initialized(ids):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("arbo_linker", config={"model": hashed_model(), "objective": OBJECTIVES["in_batch"]})
+        nlp.config["initialize"]["components"]["arbo_linker"] = {
+            "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(toy_kb_dir)}}
+        gold = make_doc(nlp, "Wilson disease and fever.", [("Wilson disease", ids[0]), ("fever", ids[1])])
+        nlp.initialize(lambda: [Example(nlp.make_doc(gold.text), gold)])
+        linker = nlp.get_pipe("arbo_linker")
+        return [linker.kb.ids[row] for row in linker.training.corpus.gold_rows]
+
+    assert initialized(["D006527", "D005334"]) == ["MESH:D006527", "MESH:D005334"]
+    assert initialized(["MESH:D006527", "MESH:X9"]) == ["MESH:D006527"]
+    assert "1 of 2 gold mentions of the training data have ids the KB lacks (e.g. 'MESH:X9')" in caplog.text
+    with pytest.raises(ArboError, match=r"None of the 2 gold mentions .* \(e.g. 'X1', 'X2'\): was the corpus converted"):
+        initialized(["X1", "X2"])
+
+
 @pytest.mark.parametrize("name", ["hard_negatives", "proxy_mixed"])
 def test_cached_entities_give_the_same_loss_while_the_cache_is_current(toy_kb_dir, name):
     """Right after a refresh, negatives from the cache score as if they were encoded."""
