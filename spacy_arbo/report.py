@@ -3,7 +3,6 @@ runs scored beside their training clocks (`compare-runs`)."""
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-import srsly
 from spacy.language import Language
 
 from .corpora import read_docbin
@@ -25,6 +24,13 @@ RUN_KEYS = ("recall@1", "recall@64", "accuracy", "accuracy_strict", "accuracy_un
 RUN_COLUMNS = [("updates", "updates"), ("seconds", "seconds")] + [
     (f"{split}_{key}", f"{split} {label}") for split in ("dev", "test")
     for key, label in COLUMNS if key in RUN_KEYS]
+# The keys of a system's metrics that the tables and the plot read.
+REPORTED_KEYS = {key for key, _ in COLUMNS + END_TO_END_COLUMNS} | {f"recall@{k}" for k in RECALL_KS}
+
+
+def _is_number(value: Any) -> bool:
+    """A JSON number; true and false read as Python ints, but are not scores."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
@@ -35,6 +41,9 @@ def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
     for path in files:
         metrics = read_json(path)
         if isinstance(metrics, dict) and not any(isinstance(v, dict) for v in metrics.values()):
+            for key in sorted(REPORTED_KEYS.intersection(metrics)):
+                if metrics[key] is not None and not _is_number(metrics[key]):
+                    raise ArboError(f"{path}: '{key}' takes a number or null; got {metrics[key]!r}.")
             systems[path.stem.removesuffix("_test")] = metrics
     if not systems:
         raise ArboError(f"No metrics JSON files in '{metrics_dir}'.")
@@ -49,8 +58,8 @@ def read_run_clock(stages: List[PathLike]) -> Dict[str, Any]:
         path = Path(stage) / "clock.json"
         if not path.is_file():
             raise ArboError(f"{path}: no training clock; train with --paths.clock {path}.")
-        clock = srsly.read_json(path)
-        if not isinstance(clock, dict) or any(not isinstance(clock.get(key), (int, float)) for key in total):
+        clock = read_json(path)
+        if not isinstance(clock, dict) or any(not _is_number(clock.get(key)) for key in total):
             raise ArboError(f"{path}: expected a JSON object with 'updates' and 'seconds'.")
         total = {key: total[key] + clock[key] for key in total}
     total["seconds"] = round(total["seconds"], 1)

@@ -59,6 +59,11 @@ PUBTATOR = """1|t|Fever in children.
 
 @pytest.fixture
 def files(tmp_path):
+    return write_files(tmp_path)
+
+
+def write_files(tmp_path):
+    """A CTD KB source, a PubTator corpus and a hashed-tower config in `tmp_path`."""
     ctd = tmp_path / "ctd.tsv"
     ctd.write_text(CTD_HEADER + ctd_line("Fever", "MESH:D005334", synonyms="pyrexia")
                    + ctd_line("Cough", "MESH:D003371", definition="Expulsion of air."))
@@ -156,6 +161,10 @@ def test_index_kb_refuses_gpu_id_for_ray_workers(linked, capsys, monkeypatch):
 
 @pytest.fixture
 def linked(files):
+    return link_files(files)
+
+
+def link_files(files):
     """A KB, a converted corpus and an initialized hashed-tower pipeline, through the CLI."""
     tmp, ctd, corpus, config = files
     for argv in (["build-kb", str(ctd), str(tmp / "kb")],

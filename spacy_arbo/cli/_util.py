@@ -12,10 +12,12 @@ from spacy.vocab import Vocab
 
 from ..corpora import read_docbin
 from ..evaluation import load_pipeline, recognizer_position
+from ..pipeline.arbo_linker import ArboLinker
 from ..util import ArboError, PathLike, atomic_path
 
-__all__ = ["add_gpu_option", "load_pipeline", "read_corpora", "reporting_errors", "require_recognizer", "torch_device",
-           "use_gpu", "write_json", "write_pipeline"]
+__all__ = ["add_gpu_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",
+           "reporting_errors", "require_gold_links", "require_recognizer", "torch_device", "use_gpu", "write_json",
+           "write_pipeline"]
 
 
 def add_gpu_option(cmd: argparse.ArgumentParser) -> None:
@@ -35,6 +37,18 @@ def use_gpu(gpu_id: int) -> None:
     except Exception as err:  # no CuPy (ValueError), or no such device (CuPy's and torch's own errors)
         raise ArboError(f"--gpu-id {gpu_id}: {err} Running on a GPU needs a CUDA build of torch and CuPy for the "
                         "same CUDA (docs/gpu.md); --gpu-id -1 runs on the CPU.") from None
+
+
+def non_negative_int(text: str) -> int:
+    """argparse `type` of a count where 0 means "all" (`--limit`): a negative one is a usage
+    error naming the option, not an exception from deep inside."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 (0: all), got '{text}'")
+    return value
 
 
 def torch_device(gpu_id: int) -> torch.device:
@@ -64,6 +78,28 @@ def require_recognizer(nlp: Language, path: str) -> None:
         recognizer_position(nlp)
     except ArboError as err:
         raise ArboError(f"--end-to-end: {path}: {err}") from None
+
+
+def linker_component(nlp: Language, name: str, path: PathLike) -> ArboLinker:
+    """The arbo_linker `--component NAME` of the pipeline at `path`; a name the pipeline lacks,
+    or a component of another kind, is an error naming both and the components there."""
+    if name not in nlp.component_names:
+        raise ArboError(f"{path} has no component '{name}' (--component); its components: "
+                        f"{', '.join(nlp.component_names) or 'none'}.")
+    component = nlp.get_pipe(name)
+    if not isinstance(component, ArboLinker):
+        raise ArboError(f"{path}: component '{name}' (--component) is a {nlp.get_pipe_meta(name).factory}, "
+                        f"not an arbo_linker; its arbo_linkers: "
+                        f"{', '.join(n for n, c in nlp.components if isinstance(c, ArboLinker)) or 'none'}.")
+    return component
+
+
+def require_gold_links(docs: Sequence[Doc], path: PathLike) -> None:
+    """Scores over a corpus without a gold link are zeros that look like results: an error instead."""
+    if not any(ent.kb_id_ for doc in docs for ent in doc.ents):
+        what = "no documents" if not docs else "no gold mentions" if not any(doc.ents for doc in docs) \
+            else "no gold mention with a kb id"
+        raise ArboError(f"{path} has {what}: nothing to score links on (convert a gold corpus with `convert`).")
 
 
 def reporting_errors(run: Callable[[], Any]) -> int:

@@ -7,6 +7,7 @@ import spacy
 from ..assets import fetch_assets
 from ..corpora import convert_corpus, convert_named_corpus, join_docbins, named_corpus, write_docbin
 from ..kb.store import open_store
+from ._util import non_negative_int
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -21,7 +22,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
     cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. Disease")
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
-    cmd.add_argument("--limit", type=int, default=0, help="keep only the first N documents")
+    cmd.add_argument("--limit", type=non_negative_int, default=0, help="keep only the first N documents")
     cmd.set_defaults(func=convert_command)
 
     cmd = commands.add_parser("convert-corpus", help="convert a named corpus's train/dev/test into OUT_DIR/{train,dev,test}.spacy")
@@ -29,8 +30,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("assets_dir", help="directory laid out like the data mirror, e.g. assets or $SPACY_ARBO_DATA")
     cmd.add_argument("out_dir")
     cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
-    cmd.add_argument("--train-limit", type=int, default=0, help="keep only the first N training documents")
-    cmd.add_argument("--eval-limit", type=int, default=0, help="keep only the first N dev and test documents")
+    cmd.add_argument("--train-limit", type=non_negative_int, default=0, help="keep only the first N training documents")
+    cmd.add_argument("--eval-limit", type=non_negative_int, default=0, help="keep only the first N dev and test documents")
     cmd.set_defaults(func=convert_corpus_command)
 
     cmd = commands.add_parser("join-corpora", help="write the documents of several .spacy files as one (a training set "

@@ -14,7 +14,7 @@ from ..training.alignment_holdout import KBNames, hybrid_recall
 from ..training.self_alignment import LOSSES, AlignmentSettings, self_align
 from ..training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 from ..util import ArboError
-from ._util import add_gpu_option, load_pipeline, torch_device, write_json
+from ._util import add_gpu_option, linker_component, load_pipeline, torch_device, write_json
 
 # The dense + w x TF-IDF weights whose held-out recall `self-align` reports.
 SPARSE_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
@@ -71,7 +71,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def export_encoder_command(args: argparse.Namespace) -> None:
-    module = get_module(load_pipeline(args.pipeline).get_pipe(args.component).model)
+    module = get_module(linker_component(load_pipeline(args.pipeline), args.component, args.pipeline).model)
     tower = module.mention_tower
     if not isinstance(tower, TransformerTower):
         raise ArboError(f"{args.pipeline}: the {args.component} mention tower is a {type(tower).__name__}, "
@@ -92,8 +92,11 @@ def name_tower(args: argparse.Namespace) -> TransformerTower:
 
 def pretrain_synonyms_command(args: argparse.Namespace) -> None:
     kb = open_store(args.kb_dir)
-    tower = name_tower(args)
     sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
+    if not sample:  # self-align leaves the encoder untrained then; here the encoder is the whole point
+        raise ArboError(f"{args.kb_dir}: no entity of the KB has two names (a name and an alias): "
+                        "pretrain-synonyms has no synonym pair to align.")
+    tower = name_tower(args)
     before = name_alignment(tower, sample)
     losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
                                learning_rate=args.learning_rate, seed=args.seed, max_steps=args.max_steps)

@@ -7,10 +7,11 @@ from pathlib import Path
 from ..kb import readers
 from ..kb.readers import build_kb, read_kb
 from ..kb.store import open_store
+from ..pipeline.link_memory import LinkMemory, forget_unknown_ids
 from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
 from ..util import ArboError
-from ._util import add_gpu_option, load_pipeline, write_pipeline
+from ._util import add_gpu_option, linker_component, load_pipeline, write_pipeline
 
 KB_FORMATS = ["auto", *readers.KB_FORMATS]
 
@@ -73,7 +74,7 @@ def index_kb_command(args: argparse.Namespace) -> None:
         raise ArboError("index-kb: --gpu-id runs this process on a GPU, not Ray's workers; encode with "
                         "--workers 1 on the GPU, or on Ray's CPUs without --gpu-id.")
     nlp = load_pipeline(args.pipeline)
-    linker = nlp.get_pipe(args.component)
+    linker = linker_component(nlp, args.component, args.pipeline)
     linker.set_kb(open_store(args.kb_dir))
     if on_ray:
         linker.refresh_index(vectors=encode_entities_on_ray(
@@ -89,18 +90,26 @@ def kb_update_command(args: argparse.Namespace) -> None:
     """`kb add` / `kb remove`: change a trained pipeline's KB, encoding only what changed; the
     pipeline is written anew (temp path, then rename), so an interrupted update leaves the old one."""
     nlp = load_pipeline(args.pipeline)
-    linker = nlp.get_pipe(args.component)
+    linker = linker_component(nlp, args.component, args.pipeline)
     add = list(read_kb(args.source, args.format)) if args.action == "add" else []
     with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
         update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
+        if not update.size:  # a pipeline whose KB is empty does not load
+            raise ArboError(f"kb remove: removing {update.removed:,} entities would leave {args.component} of "
+                            f"{args.pipeline} with no entity; nothing was written.")
+        forgotten = {name: forget_unknown_ids(memory, lambda kb_id: kb_id in linker.kb)
+                     for name, memory in nlp.components if isinstance(memory, LinkMemory)} if update.removed else {}
         output = Path(args.output or args.pipeline)
         write_pipeline(nlp, output)  # copies an on-disk KB out of `tmp`
     print(f"{args.component}: {update.added:,} added, {update.replaced:,} replaced, {update.removed:,} removed; "
           f"{len(update.encoded):,} entities encoded of {update.size:,}. Wrote {output}")
+    for name, n_texts in forgotten.items():
+        if n_texts:
+            print(f"{name}: {n_texts:,} remembered texts were linked to removed ids, which now read NIL")
 
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:
-    linker = load_pipeline(args.pipeline).get_pipe(args.component)
+    linker = linker_component(load_pipeline(args.pipeline), args.component, args.pipeline)
     kb = spacy_kb_from_linker(linker, top_k=args.top_k)
     kb.to_disk(args.out_dir)
     print(f"Wrote {args.out_dir}: {len(kb):,} entities, vectors of width {kb.entity_vector_length}, "

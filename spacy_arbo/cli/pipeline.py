@@ -92,6 +92,9 @@ def add_kb_finder(nlp: Language, kb: BaseEntityStore, mode: Optional[str] = None
     """Put a `kb_mention_finder` over `kb`'s names after the recognizer (first without one)
     and a `kb_mention_filter` last, so that the proposals the linker links to NIL are dropped;
     the linkers read the mentions found instead of gold ones."""
+    if not arbo_linkers(nlp):
+        raise ArboError("The pipeline has no arbo_linker: the kb_mention_filter drops every mention no linker links, "
+                        "so it would find nothing; add the finder to a linking pipeline.")
     for name in ("kb_mention_finder", "kb_mention_filter"):
         if name in nlp.pipe_names:
             raise ArboError(f"The pipeline already has a component named '{name}'.")
@@ -115,7 +118,10 @@ def use_found_mentions(nlp: Language) -> None:
 
 def add_kb_finder_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
-    add_kb_finder(nlp, open_store(args.kb), args.mode, args.label)
+    try:
+        add_kb_finder(nlp, open_store(args.kb), args.mode, args.label)
+    except ArboError as err:
+        raise ArboError(f"{args.pipeline}: {err}") from None
     write_pipeline(nlp, args.output)
     print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
 

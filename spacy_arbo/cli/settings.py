@@ -56,6 +56,12 @@ def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, 
     doc leaves undefined."""
     nlp = load_pipeline(args.pipeline, overrides)
     linkers = arbo_linkers(nlp)
+    given = [option for option, value in (("--set", args.set), ("--anchors-from", args.anchors_from),
+                                          ("--dictionary-from", args.dictionary_from),
+                                          ("--long-forms-from", args.long_forms_from)) if value]
+    if given and not linkers:  # they would change nothing, silently
+        raise ArboError(f"{args.pipeline} has no arbo_linker for {', '.join(given)} to change "
+                        f"(its components: {', '.join(nlp.pipe_names) or 'none'}).")
     apply_settings(linkers, args.set or [])
     if args.anchors_from:
         docs = read_corpora([args.anchors_from], nlp.vocab)

@@ -16,6 +16,7 @@ from spacy.util import filter_spans
 
 from ..kb.entities import NIL, normalize_id
 from ..kb.store import BaseEntityStore
+from ..settings import check_at_least
 from ..util import ArboError, PathLike, read_lines
 from .blink import BlinkMention, read_blink_jsonl
 from .gold_mention import split_ids
@@ -148,6 +149,7 @@ def convert_corpus(
 ) -> Tuple[List[Doc], ConversionReport]:
     """Read a PubTator or BLINK JSONL file into gold Docs (`nlp` defaults to a blank "en");
     `limit` keeps only the first N documents (0: all)."""
+    check_at_least(0, limit=limit)
     report = ConversionReport()
     docs = iter_corpus(source, report, kb=kb, nlp=nlp, types=types, fmt=fmt)
     return list(islice(docs, limit) if limit else docs), report

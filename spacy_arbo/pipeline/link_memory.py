@@ -198,6 +198,22 @@ def memories_after(nlp: Optional[Language], component: object) -> List[LinkMemor
     return [proc for proc in names[names.index(component) + 1:] if isinstance(proc, LinkMemory)]
 
 
+def forget_unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> int:
+    """Spell the remembered ids as a corpus converted against a KB that `known` describes
+    would (the parts it has, else NIL), so that the memory links to no entity a KB update
+    removed; how many texts changed."""
+    counts: Dict[str, Counter] = {}
+    for key, ids in memory.counts.items():
+        counts[key] = Counter()
+        for kb_id, n in ids.items():
+            kept = kb_id if kb_id == NIL else "|".join(part for part in split_ids(kb_id) if known(part)) or NIL
+            counts[key][kept] += n
+    changed = sum(counts[key] != ids for key, ids in memory.counts.items())
+    memory.counts = counts
+    memory._links = None
+    return changed
+
+
 def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:
     """Ids the memory would write that `known` rejects (ids a pipeline's KB lacks)."""
     return sorted({part for ids in memory.counts.values() for kb_id in ids

@@ -1,0 +1,159 @@
+"""Bad input to the commands is one line naming the problem (the file, the option, the
+component) and exit code 1, never a traceback from spaCy, numpy or torch, nor a pipeline
+written that cannot load or silently does nothing."""
+import json
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_arbo import Entity, EntityStore
+from spacy_arbo.cli import main
+from spacy_arbo.corpora import convert_corpus
+from spacy_arbo.report import read_run_clock
+from spacy_arbo.util import ArboError
+
+from .test_cli import add_misleading_memory, link_files, write_files
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory):
+    """test_cli's KB, corpus and hashed-tower pipeline, built once (the tests here write their
+    outputs elsewhere), and `plain`: a pipeline without an arbo_linker."""
+    tmp = link_files(write_files(tmp_path_factory.mktemp("linked")))
+    plain = spacy.blank("en")
+    plain.add_pipe("sentencizer")
+    plain.to_disk(tmp / "plain")
+    return tmp
+
+
+def error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("argv", [
+    ["index-kb", "{pipeline}", "{kb}"],
+    ["export-spacy-kb", "{pipeline}", "{out}"],
+    ["export-encoder", "{pipeline}", "{out}"],
+    ["kb", "add", "{pipeline}", "{ctd}", "--output", "{out}"],
+    ["kb", "remove", "{pipeline}", "MESH:D005334", "--output", "{out}"],
+])
+def test_a_component_the_pipeline_lacks_is_named_with_those_it_has(linked, argv, tmp_path, capsys):
+    paths = {"kb": linked / "kb", "ctd": linked / "ctd.tsv", "out": tmp_path / "out"}
+    assert main([arg.format(pipeline=linked / "pipeline", **paths) for arg in argv] + ["--component", "nope"]) == 1
+    err = error_line(capsys)
+    assert f"{linked / 'pipeline'} has no component 'nope' (--component); its components: arbo_linker." in err
+    assert not (tmp_path / "out").exists()
+    assert main([arg.format(pipeline=linked / "plain", **paths) for arg in argv] + ["--component", "sentencizer"]) == 1
+    assert "component 'sentencizer' (--component) is a sentencizer, not an arbo_linker" in error_line(capsys)
+
+
+def test_pretrain_synonyms_refuses_a_kb_without_synonyms(tmp_path, capsys):
+    """Without two names for any entity there is no pair to align (nor to measure before)."""
+    EntityStore([Entity("D1", "Fever"), Entity("D2", "Cough")]).to_disk(tmp_path / "kb")
+    assert main(["pretrain-synonyms", str(tmp_path / "kb"), str(tmp_path / "encoder")]) == 1
+    assert f"{tmp_path / 'kb'}: no entity of the KB has two names" in error_line(capsys)
+    assert not (tmp_path / "encoder").exists()
+
+
+@pytest.mark.parametrize("argv,option", [
+    (["convert", "corpus.txt", "out.spacy", "--limit", "-1"], "--limit"),
+    (["convert-corpus", "ncbi", "assets", "out", "--train-limit", "-1"], "--train-limit"),
+    (["convert-corpus", "ncbi", "assets", "out", "--eval-limit", "-2"], "--eval-limit"),
+])
+def test_a_negative_limit_is_a_usage_error_naming_the_option(argv, option, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert f"argument {option}: expected an integer >= 0 (0: all), got '-" in capsys.readouterr().err
+
+
+def test_convert_corpus_refuses_a_negative_limit(linked):
+    with pytest.raises(ArboError, match="limit takes an integer >= 0; got -1"):
+        convert_corpus(linked / "corpus.txt", limit=-1)
+
+
+def test_report_names_the_file_and_key_of_a_value_that_is_no_number(tmp_path, capsys):
+    (tmp_path / "good.json").write_text(json.dumps({"recall@1": 0.5, "accuracy": None, "kb": "a path, unreported"}))
+    for value in ("x", True, [0.5]):
+        (tmp_path / "bad.json").write_text(json.dumps({"recall@1": 0.5, "recall@16": value}))
+        assert main(["report", str(tmp_path), "--output", str(tmp_path / "report.md")]) == 1
+        assert f"{tmp_path / 'bad.json'}: 'recall@16' takes a number or null; got {value!r}." in error_line(capsys)
+    assert not (tmp_path / "report.md").exists()
+
+
+@pytest.mark.parametrize("text,message", [("{not json", "not valid JSON"),
+                                          ('{"updates": true, "seconds": 1.0}', "expected a JSON object")])
+def test_a_bad_training_clock_is_an_error_naming_it(tmp_path, text, message):
+    (tmp_path / "clock.json").write_text(text)
+    with pytest.raises(ArboError, match=message) as error:
+        read_run_clock([tmp_path])
+    assert str(error.value).startswith(f"{tmp_path / 'clock.json'}: ")
+
+
+def test_kb_remove_refuses_to_remove_every_entity(linked, tmp_path, capsys):
+    """A pipeline with an empty KB does not load: nothing is written."""
+    assert main(["kb", "remove", str(linked / "pipeline"), "MESH:D005334", "MESH:D003371",
+                 "--output", str(tmp_path / "out")]) == 1
+    assert f"removing 2 entities would leave arbo_linker of {linked / 'pipeline'} with no entity" in error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_kb_remove_leaves_no_link_memory_pointing_at_a_removed_id(linked, tmp_path, capsys):
+    """The memory remembers "fever" and "cough" as fever: once fever leaves the KB, they read
+    NIL (as the corpus converted against the new KB would), and "pyrexia" stays NIL."""
+    add_misleading_memory(linked)
+    capsys.readouterr()
+    assert main(["kb", "remove", str(linked / "remembered"), "MESH:D005334", "--output", str(tmp_path / "out")]) == 0
+    assert "link_memory: 2 remembered texts were linked to removed ids" in capsys.readouterr().out
+    nlp = spacy.load(tmp_path / "out")
+    assert nlp.get_pipe("link_memory").links == {"cough": ("NIL", 1.0), "fever": ("NIL", 1.0), "pyrexia": ("NIL", 1.0)}
+    doc = nlp.make_doc("Fever and cough.")
+    doc.ents = [doc.char_span(0, 5, label="Disease"), doc.char_span(10, 15, label="Disease")]
+    assert [(e.text, e.kb_id_) for e in nlp(doc).ents] == [("Fever", "NIL"), ("cough", "NIL")]
+    # Removing an id the memory does not hold changes none of its links.
+    assert main(["kb", "remove", str(linked / "remembered"), "MESH:D003371", "--output", str(tmp_path / "kept")]) == 0
+    assert "link_memory" not in capsys.readouterr().out
+    kept = spacy.load(tmp_path / "kept").get_pipe("link_memory")
+    assert kept.counts == spacy.load(linked / "remembered").get_pipe("link_memory").counts
+
+
+@pytest.mark.parametrize("argv", [["configure", "{plain}", "{out}", "--set", "threshold=0.5"],
+                                  ["configure", "{plain}", "{out}", "--anchors-from", "{data}"],
+                                  ["evaluate", "{plain}", "{data}", "--set", "linking=clustering"]])
+def test_linker_options_on_a_pipeline_without_a_linker_are_an_error(linked, argv, tmp_path, capsys):
+    paths = {"plain": linked / "plain", "out": tmp_path / "out", "data": linked / "test.spacy"}
+    assert main([arg.format(**paths) for arg in argv]) == 1
+    assert f"{linked / 'plain'} has no arbo_linker for {argv[3]} to change (its components: sentencizer)" \
+        in error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_add_kb_finder_needs_a_linker(linked, tmp_path, capsys):
+    """Its filter drops the mentions no linker links: without one it would find nothing."""
+    assert main(["add-kb-finder", str(linked / "plain"), str(tmp_path / "out"), "--kb", str(linked / "kb")]) == 1
+    assert f"{linked / 'plain'}: The pipeline has no arbo_linker" in error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def _docs(kind):
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("Fever in children.")
+    if kind == "no ids":
+        doc.ents = [doc.char_span(0, 5, label="Disease")]
+    return [] if kind == "empty" else [doc]
+
+
+@pytest.mark.parametrize("kind,what", [("empty", "no documents"), ("no ents", "no gold mentions"),
+                                       ("no ids", "no gold mention with a kb id")])
+@pytest.mark.parametrize("end_to_end", [False, True])
+def test_evaluate_refuses_a_corpus_without_gold_links(linked, tmp_path, kind, what, end_to_end, capsys):
+    """All-zero scores would read as a result."""
+    data = tmp_path / "data.spacy"
+    DocBin(docs=_docs(kind)).to_disk(data)
+    argv = ["evaluate", str(linked / "pipeline"), str(data), "--output", str(tmp_path / "metrics.json")]
+    assert main(argv + (["--end-to-end"] if end_to_end else [])) == 1
+    assert f"{data} has {what}: nothing to score links on" in error_line(capsys)
+    assert not (tmp_path / "metrics.json").exists()
