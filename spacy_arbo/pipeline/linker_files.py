@@ -13,8 +13,8 @@ from spacy import util
 
 from ..kb.store import EntityStore, open_store
 from ..torch_model import is_built
-from ..util import ArboError
 from ..training.mentions import TrainingMentions
+from ..util import ArboError
 
 logger = logging.getLogger("spacy_arbo")
 # What the weights file holds for weights never built (a TF-IDF linker's encoder), so that a

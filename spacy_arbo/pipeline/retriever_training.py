@@ -14,8 +14,8 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from ..encoders.templates import MentionInput
-from ..retrieval.retriever import EntityRetriever
 from ..kb.entities import NIL
+from ..retrieval.retriever import EntityRetriever
 from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
 from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
