@@ -157,3 +157,24 @@ def test_evaluate_refuses_a_corpus_without_gold_links(linked, tmp_path, kind, wh
     assert main(argv + (["--end-to-end"] if end_to_end else [])) == 1
     assert f"{data} has {what}: nothing to score links on" in error_line(capsys)
     assert not (tmp_path / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("command", ["tune-threshold", "tune-reranker"])
+def test_tuning_refuses_a_dev_set_without_gold_links(linked, tmp_path, command, capsys):
+    """Every setting would tie at zero, and the first would be stored as chosen."""
+    data = tmp_path / "data.spacy"
+    DocBin(docs=_docs("no ids")).to_disk(data)
+    assert main([command, str(linked / "pipeline"), str(data), "--output", str(tmp_path / "out")]) == 1
+    assert f"{data} has no gold mention with a kb id: nothing to score links on" in error_line(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_runs_set_needs_a_linker(linked, tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    spacy.load(linked / "plain").to_disk(tmp_path / "run" / "model-best")
+    (tmp_path / "run" / "clock.json").write_text(json.dumps({"updates": 1, "seconds": 1.0}))
+    data = str(linked / "test.spacy")
+    assert main(["compare-runs", f"plain={tmp_path / 'run'}", "--dev", data, "--test", data, "--set", "top_k=2",
+                 "--output", str(tmp_path / "runs.json")]) == 1
+    assert f"{tmp_path / 'run' / 'model-best'} has no arbo_linker for --set to change" in error_line(capsys)
+    assert not (tmp_path / "runs.json").exists()

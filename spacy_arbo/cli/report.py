@@ -50,6 +50,8 @@ def compare_runs_command(args: argparse.Namespace) -> None:
     for name, stages in parse_runs(args.runs).items():
         clock = read_run_clock(stages)  # before the slow part, so a missing clock fails at once
         nlp = load_pipeline(stages[-1] / "model-best")
+        if args.set and not arbo_linkers(nlp):
+            raise ArboError(f"{stages[-1] / 'model-best'} has no arbo_linker for --set to change.")
         apply_settings(arbo_linkers(nlp), args.set or [])
         if args.seen_from and seen is None:
             seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab))
