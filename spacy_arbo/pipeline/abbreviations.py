@@ -70,8 +70,8 @@ def parenthesized_definitions(doc: Doc) -> Iterator[Tuple[str, str]]:
 
     spaCy splits "T-PLL" at its hyphen into "T", "-", "PLL", and scispacy's detector wants
     every token of a short form to have 2 to 9 characters, so it never sees these. And it reads
-    parentheses of more than three tokens as a long form, where Schwartz & Hearst's own
-    implementation takes the text before a ", " or "; " in them as the short form. Their rule
+    parentheses of more than three tokens as a long form, where ports of Schwartz & Hearst's
+    algorithm end the short form at a ";" in them (here also at a ", "). Their rule
     is on the short form's characters: 2 to 10 of them, the first a letter, at least one letter
     (here: half of them, as scispacy asks of the others)."""
     for open_ in (t for t in doc if t.text == "("):
