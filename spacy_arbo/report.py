@@ -8,6 +8,7 @@ from spacy.language import Language
 from .corpora import read_docbin
 from .evaluation import evaluate_linking
 from .scoring import RECALL_KS
+from .settings import is_number
 from .util import ArboError, PathLike, atomic_path, read_json
 
 COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"), ("accuracy_strict", "acc strict"),
@@ -28,11 +29,6 @@ RUN_COLUMNS = [("updates", "updates"), ("seconds", "seconds")] + [
 REPORTED_KEYS = {key for key, _ in COLUMNS + END_TO_END_COLUMNS} | {f"recall@{k}" for k in RECALL_KS}
 
 
-def _is_number(value: Any) -> bool:
-    """A JSON number; true and false read as Python ints, but are not scores."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
     """System name (file stem, minus a `_test` suffix) -> its metrics, for every flat JSON
     object (`evaluate` output; `compare-runs` output nests one object per run)."""
@@ -42,7 +38,7 @@ def read_metrics(metrics_dir: PathLike) -> Dict[str, Dict[str, Any]]:
         metrics = read_json(path)
         if isinstance(metrics, dict) and not any(isinstance(v, dict) for v in metrics.values()):
             for key in sorted(REPORTED_KEYS.intersection(metrics)):
-                if metrics[key] is not None and not _is_number(metrics[key]):
+                if metrics[key] is not None and not is_number(metrics[key]):
                     raise ArboError(f"{path}: '{key}' takes a number or null; got {metrics[key]!r}.")
             systems[path.stem.removesuffix("_test")] = metrics
     if not systems:
@@ -59,7 +55,7 @@ def read_run_clock(stages: List[PathLike]) -> Dict[str, Any]:
         if not path.is_file():
             raise ArboError(f"{path}: no training clock; train with --paths.clock {path}.")
         clock = read_json(path)
-        if not isinstance(clock, dict) or any(not _is_number(clock.get(key)) for key in total):
+        if not isinstance(clock, dict) or any(not is_number(clock.get(key)) for key in total):
             raise ArboError(f"{path}: expected a JSON object with 'updates' and 'seconds'.")
         total = {key: total[key] + clock[key] for key in total}
     total["seconds"] = round(total["seconds"], 1)

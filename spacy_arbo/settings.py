@@ -58,6 +58,11 @@ def check_types(settings: Any) -> None:
             raise ArboError(f"{f.name} takes {_describe(hints[f.name])}; got {value!r}.")
 
 
+def is_number(value: Any) -> bool:
+    """A JSON or config number: true and false read as Python ints, but are not numbers."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _matches(value: Any, annotation: Any) -> bool:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Union:
@@ -69,7 +74,7 @@ def _matches(value: Any, annotation: Any) -> bool:
     if annotation is type(None):
         return value is None
     if annotation is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return is_number(value) and math.isfinite(value)
     if annotation is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return annotation is Any or isinstance(value, annotation)

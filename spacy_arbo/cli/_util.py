@@ -16,7 +16,7 @@ from ..pipeline.arbo_linker import ArboLinker
 from ..util import ArboError, PathLike, atomic_path
 
 __all__ = ["add_gpu_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",
-           "reporting_errors", "require_gold_links", "require_recognizer", "torch_device", "use_gpu", "write_json",
+           "read_gold_links", "reporting_errors", "require_recognizer", "torch_device", "use_gpu", "write_json",
            "write_pipeline"]
 
 
@@ -94,12 +94,15 @@ def linker_component(nlp: Language, name: str, path: PathLike) -> ArboLinker:
     return component
 
 
-def require_gold_links(docs: Sequence[Doc], path: PathLike) -> None:
-    """Scores over a corpus without a gold link are zeros that look like results: an error instead."""
+def read_gold_links(path: PathLike, vocab: Vocab) -> List[Doc]:
+    """The gold corpus a command scores or tunes on: scores over a corpus without a gold link
+    are zeros that look like results (and every setting ties), so that is an error instead."""
+    docs = read_docbin(path, vocab)
     if not any(ent.kb_id_ for doc in docs for ent in doc.ents):
         what = "no documents" if not docs else "no gold mentions" if not any(doc.ents for doc in docs) \
             else "no gold mention with a kb id"
         raise ArboError(f"{path} has {what}: nothing to score links on (convert a gold corpus with `convert`).")
+    return docs
 
 
 def reporting_errors(run: Callable[[], Any]) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..kb import readers
 from ..kb.readers import build_kb, read_kb
 from ..kb.store import open_store
-from ..pipeline.link_memory import LinkMemory, forget_unknown_ids
+from ..pipeline.link_memory import LinkMemory
 from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
 from ..util import ArboError
@@ -97,7 +97,7 @@ def kb_update_command(args: argparse.Namespace) -> None:
         if not update.size:  # a pipeline whose KB is empty does not load
             raise ArboError(f"kb remove: removing {update.removed:,} entities would leave {args.component} of "
                             f"{args.pipeline} with no entity; nothing was written.")
-        forgotten = {name: forget_unknown_ids(memory, lambda kb_id: kb_id in linker.kb)
+        forgotten = {name: memory.forget_unknown_ids(lambda kb_id: kb_id in linker.kb)
                      for name, memory in nlp.components if isinstance(memory, LinkMemory)} if update.removed else {}
         output = Path(args.output or args.pipeline)
         write_pipeline(nlp, output)  # copies an on-disk KB out of `tmp`

@@ -6,11 +6,10 @@ from typing import Any, Dict, List
 
 from ..corpora import read_docbin
 from ..evaluation import gold_id_set
-from ..pipeline.arbo_linker import arbo_linkers
 from ..report import RUN_COLUMNS, markdown_table, read_run_clock, score_run, write_report
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, write_json
-from .settings import apply_settings
+from .settings import apply_settings, linkers_to_change
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -50,9 +49,7 @@ def compare_runs_command(args: argparse.Namespace) -> None:
     for name, stages in parse_runs(args.runs).items():
         clock = read_run_clock(stages)  # before the slow part, so a missing clock fails at once
         nlp = load_pipeline(stages[-1] / "model-best")
-        if args.set and not arbo_linkers(nlp):
-            raise ArboError(f"{stages[-1] / 'model-best'} has no arbo_linker for --set to change.")
-        apply_settings(arbo_linkers(nlp), args.set or [])
+        apply_settings(linkers_to_change(nlp, stages[-1] / "model-best", ["--set"] if args.set else []), args.set or [])
         if args.seen_from and seen is None:
             seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab))
         rows[name] = {**clock, **score_run(nlp, {"dev": args.dev, "test": args.test}, seen_ids=seen)}

@@ -10,8 +10,8 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..evaluation import docs_not_in
-from ..pipeline.arbo_linker import LinkerSettings, arbo_linkers
-from ..util import ArboError
+from ..pipeline.arbo_linker import ArboLinker, LinkerSettings, arbo_linkers
+from ..util import ArboError, PathLike
 from ._util import load_pipeline, read_corpora
 
 # The keys `--set` takes: every arbo_linker setting; the linker's settings check each value.
@@ -48,6 +48,16 @@ def apply_settings(linkers: List, settings: List[str]) -> None:
                 raise ArboError(f"--set {setting}: {err}") from None
 
 
+def linkers_to_change(nlp: Language, path: PathLike, options: Sequence[str]) -> List[ArboLinker]:
+    """The pipeline's arbo_linkers, which `options` (given on the command line) change: on a
+    pipeline without one they would change nothing, silently, so that is an error."""
+    linkers = arbo_linkers(nlp)
+    if options and not linkers:
+        raise ArboError(f"{path} has no arbo_linker for {', '.join(options)} to change "
+                        f"(its components: {', '.join(nlp.pipe_names) or 'none'}).")
+    return linkers
+
+
 def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, Any]] = None) -> Language:
     """The pipeline (loaded with config `overrides`) with `--set` applied; with `--anchors-from`,
     the gold mentions of that corpus as anchors for transductive clustering; with
@@ -55,13 +65,10 @@ def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, 
     `--long-forms-from`, the long forms those corpora define, for short forms that their own
     doc leaves undefined."""
     nlp = load_pipeline(args.pipeline, overrides)
-    linkers = arbo_linkers(nlp)
     given = [option for option, value in (("--set", args.set), ("--anchors-from", args.anchors_from),
                                           ("--dictionary-from", args.dictionary_from),
                                           ("--long-forms-from", args.long_forms_from)) if value]
-    if given and not linkers:  # they would change nothing, silently
-        raise ArboError(f"{args.pipeline} has no arbo_linker for {', '.join(given)} to change "
-                        f"(its components: {', '.join(nlp.pipe_names) or 'none'}).")
+    linkers = linkers_to_change(nlp, args.pipeline, given)
     apply_settings(linkers, args.set or [])
     if args.anchors_from:
         docs = read_corpora([args.anchors_from], nlp.vocab)

@@ -2,17 +2,12 @@
 tune-threshold, select-pipeline."""
 import argparse
 import shutil
-from typing import List
 
-from spacy.language import Language
-from spacy.tokens import Doc
-
-from ..corpora import read_docbin
 from ..reranker import tuning as reranker_tuning
 from ..threshold import deciding_component, tune_threshold
 from ..tuning import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
 from ..util import atomic_path
-from ._util import add_gpu_option, load_pipeline, require_gold_links, require_recognizer, write_pipeline
+from ._util import add_gpu_option, load_pipeline, read_gold_links, require_recognizer, write_pipeline
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -56,16 +51,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=select_pipeline_command)
 
 
-def gold_links(path: str, nlp: Language) -> List[Doc]:
-    """The dev set a setting is chosen on; without gold links every setting would tie at zero."""
-    docs = read_docbin(path, nlp.vocab)
-    require_gold_links(docs, path)
-    return docs
-
-
 def tune_reranker_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
-    tuned = reranker_tuning.tune_reranker(nlp, gold_links(args.dev, nlp),
+    tuned = reranker_tuning.tune_reranker(nlp, read_gold_links(args.dev, nlp.vocab),
                                           args.weights or reranker_tuning.DEFAULT_WEIGHTS, args.top_n, args.max_loss)
     print(f"retriever accuracy@1: {tuned.retriever:.3f}\n| top_n | retrieval_weight | accuracy@1 | mentions/s |\n"
           f"|---:|---:|---:|---:|")
@@ -84,7 +72,7 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
-    rows, best = tune_threshold(nlp, gold_links(args.dev, nlp), min_gain=args.min_gain, end_to_end=args.end_to_end)
+    rows, best = tune_threshold(nlp, read_gold_links(args.dev, nlp.vocab), min_gain=args.min_gain, end_to_end=args.end_to_end)
     columns = "e2e_f | e2e_r" if args.end_to_end else "nel_micro_f | accuracy@1"
     print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | {columns} |\n|---:|---:|---:|")
     for threshold, f, acc in rows:

@@ -99,6 +99,21 @@ class LinkMemory(Pipe):
         self._links = None
         return n_mentions
 
+    def forget_unknown_ids(self, known: Callable[[str], bool]) -> int:
+        """Spell the remembered ids as a corpus converted against a KB that `known` describes
+        would (the parts it has, else NIL), so that the memory links to no entity a KB update
+        removed; how many texts changed."""
+        counts: Dict[str, Counter] = {}
+        for key, ids in self.counts.items():
+            counts[key] = Counter()
+            for kb_id, n in ids.items():
+                kept = kb_id if kb_id == NIL else "|".join(part for part in split_ids(kb_id) if known(part)) or NIL
+                counts[key][kept] += n
+        changed = sum(counts[key] != ids for key, ids in self.counts.items())
+        self.counts = counts
+        self._links = None
+        return changed
+
     def _lookup_key(self, key: str) -> str:
         return fold_plurals(key) if self.fold_plurals else key
 
@@ -196,22 +211,6 @@ def memories_after(nlp: Optional[Language], component: object) -> List[LinkMemor
     if component not in names:
         return []
     return [proc for proc in names[names.index(component) + 1:] if isinstance(proc, LinkMemory)]
-
-
-def forget_unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> int:
-    """Spell the remembered ids as a corpus converted against a KB that `known` describes
-    would (the parts it has, else NIL), so that the memory links to no entity a KB update
-    removed; how many texts changed."""
-    counts: Dict[str, Counter] = {}
-    for key, ids in memory.counts.items():
-        counts[key] = Counter()
-        for kb_id, n in ids.items():
-            kept = kb_id if kb_id == NIL else "|".join(part for part in split_ids(kb_id) if known(part)) or NIL
-            counts[key][kept] += n
-    changed = sum(counts[key] != ids for key, ids in memory.counts.items())
-    memory.counts = counts
-    memory._links = None
-    return changed
 
 
 def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:
