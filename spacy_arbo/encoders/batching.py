@@ -1,8 +1,11 @@
 """Encoding many texts in batches of similar length, so little of each batch is padding."""
+from contextlib import nullcontext
 from typing import Callable, List, Sequence, TypeVar
 
 import numpy as np
 from tqdm import tqdm
+
+from .threads import threads_beside_other_work
 
 T = TypeVar("T")
 
@@ -20,7 +23,8 @@ def encode_by_length(
     """(len(items), dim) float32 vectors, rows in input order."""
     vectors = np.zeros((len(items), dim), dtype=np.float32)
     order = length_order(items, length)
-    with tqdm(total=len(items), desc=desc, unit="text", disable=not progress, leave=False, mininterval=2.0) as bar:
+    with tqdm(total=len(items), desc=desc, unit="text", disable=not progress, leave=False, mininterval=2.0) as bar, \
+            (threads_beside_other_work() if len(items) > batch_size else nullcontext()):
         for start in range(0, len(order), batch_size):
             rows = order[start: start + batch_size]
             vectors[rows] = encode([items[i] for i in rows])
