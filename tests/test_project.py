@@ -167,7 +167,7 @@ def test_every_workflow_runs_commands_that_exist(tmp_path):
     for workflow, steps in config["workflows"].items():
         assert set(steps) <= names, (workflow, set(steps) - names)
     assert config["workflows"]["kb-only"] == [
-        "fetch-data", "build-kb", "convert", "kb-only-align", "kb-only-assemble", "kb-only-evaluate"]
+        "fetch-data", "build-kb", "convert", "kb-only-kb", "kb-only-align", "kb-only-assemble", "kb-only-evaluate"]
     assert config["workflows"]["kb-only-linker"] == ["kb-only-kb", "kb-only-align", "kb-only-assemble"]
 
 
@@ -265,8 +265,15 @@ def test_kb_only_assembles_the_recipe_config_and_scores_like_the_other_rows(tmp_
 
 
 def test_kb_only_linker_builds_any_kb_source(tmp_path):
-    command = kb_only_commands(tmp_path, kb_only_source="my_kb.jsonl")["kb-only-kb"]
-    assert command["script"] == ["python -m spacy_arbo build-kb my_kb.jsonl kb --format auto"]
+    commands = kb_only_commands(tmp_path, kb_only_source="my_kb.jsonl")
+    command = commands["kb-only-kb"]
+    assert command["script"] == ["python -m spacy_arbo build-kb my_kb.jsonl training/kb_only/kb --format auto"]
     named = kb_only_commands(tmp_path, kb_only_source="catalogue.txt", kb_only_format="names")["kb-only-kb"]
-    assert named["script"] == ["python -m spacy_arbo build-kb catalogue.txt kb --format names"]
-    assert command["deps"] == ["my_kb.jsonl"] and command["outputs"] == ["kb/entities.msgpack"]
+    assert named["script"] == ["python -m spacy_arbo build-kb catalogue.txt training/kb_only/kb --format names"]
+    assert command["deps"] == ["my_kb.jsonl"] and command["outputs"] == ["training/kb_only/kb/entities.msgpack"]
+    # The user's KB never lands in kb/, the main workflow's CTD store: every step reads and writes its own.
+    steps = srsly.read_yaml(ROOT / "project.yml")["workflows"]["kb-only-linker"]
+    for name in steps:
+        assert not any(path.startswith("kb/") for path in commands[name]["outputs"] + commands[name]["deps"]), name
+        assert all(" kb " not in f"{line} " for line in commands[name]["script"]), name
+    assert "--paths.kb training/kb_only/kb" in commands["kb-only-assemble"]["script"][0]
