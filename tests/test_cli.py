@@ -26,6 +26,10 @@ pipeline = ["arbo_linker"]
 [components.arbo_linker]
 factory = "arbo_linker"
 top_k = 4
+candidate_source = "dense"
+index_aliases = false
+sparse_weight = null
+kb_names_first = false
 
 [components.arbo_linker.model]
 @architectures = "spacy_arbo.DualEncoder.v1"

@@ -23,10 +23,15 @@ def hashed_model(seed=0):
     }
 
 
+# The plain dense linker most tests exercise (the factory's defaults add TF-IDF candidates,
+# alias vectors and KB names first; tests/pipeline/test_defaults.py covers them).
+DENSE_LINKER = {"candidate_source": "dense", "index_aliases": False, "sparse_weight": None, "kb_names_first": False}
+
+
 def make_nlp(kb_dir, seed=0, **cfg):
-    """A blank pipeline with an initialized hashed-n-gram arbo_linker over `kb_dir`."""
+    """A blank pipeline with an initialized hashed-n-gram dense arbo_linker over `kb_dir`."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("arbo_linker", config={"model": hashed_model(seed), "top_k": 4, **cfg})
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model(seed), "top_k": 4, **DENSE_LINKER, **cfg})
     nlp.config["initialize"]["components"]["arbo_linker"] = {
         "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
     }

@@ -33,6 +33,7 @@ from ..util import ArboError, PathLike
 from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
+from .earlier_defaults import settings_saved_without
 from .encoding import LinkerEncoder
 from .exact_names import ExactNames
 from .gold_ents import with_gold_mentions
@@ -223,11 +224,18 @@ class ArboLinker(ConfiguredPipe):
         return [ent for ent in doc.ents if ent.label_ not in discard and (self.settings.overwrite or not ent.kb_id_)]
 
     def candidates_for(self, mentions: Sequence[MentionInput], vectors: Optional[np.ndarray] = None) -> List[Candidates]:
+        """Each mention's candidates; a mention read twice (same text, context and long form) is
+        searched once. `vectors`, when given, are the mentions' own, row for row."""
         retriever = self.require_retriever()
+        first: Dict[MentionInput, int] = {}
+        for i, mention in enumerate(mentions):
+            first.setdefault(mention, i)
+        distinct = list(first)
         if self.settings.uses_dense:
             self.ensure_fresh()
-            vectors = self.encoder.encode_mentions(mentions) if vectors is None else vectors
-        return retriever.candidates(vectors, [m.mention for m in mentions])
+            vectors = self.encoder.encode_mentions(distinct) if vectors is None else vectors[list(first.values())]
+        found = dict(zip(distinct, retriever.candidates(vectors, [m.mention for m in distinct])))
+        return [list(found[m]) for m in mentions]
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Link]]:
         settings = self.settings
@@ -327,6 +335,9 @@ class ArboLinker(ConfiguredPipe):
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         path = Path(path)
+        earlier = settings_saved_without(path, self.name)
+        if earlier:
+            self.configure(**earlier)
         if self._load_legacy_settings(path):
             linker_files.from_legacy_disk(self, path)
         else:

@@ -60,7 +60,7 @@ class LinkerSettings(RetrievalSettings):
     clustering_scope: str = "batch"
     transductive: bool = False
     memory_first: bool = True
-    kb_names_first: bool = False
+    kb_names_first: bool = True
     refresh_every: int = 200
     alias_pairs_per_batch: int = 0
     precision: str = "auto"

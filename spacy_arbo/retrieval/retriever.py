@@ -55,19 +55,19 @@ class RetrievalSettings:
     """How candidates are generated. `index` holds `FaissIndex.build` options
     (`kind`: auto, flat, hnsw, ivfpq, ivfsq); `index_aliases` gives every KB alias its own vector."""
 
-    candidate_source: str = "dense"
-    top_k: int = 64
+    candidate_source: str = "hybrid"
+    top_k: int = 16
     entity_fields: List[str] = field(default_factory=list)
     max_aliases: int = 8
     index: Dict[str, Any] = field(default_factory=lambda: {"kind": "auto"})
-    index_aliases: bool = False
+    index_aliases: bool = True
     batch_size: int = 64
     use_gpu_index: Optional[bool] = None
     # Added to the scores of dictionary names (`EntityRetriever.set_dictionary`): above 0
     # they win over KB names, below 0 they only break ties.
     dictionary_offset: float = 0.0
     # "hybrid" fusion: null for reciprocal rank fusion, else dense score + this x TF-IDF score.
-    sparse_weight: Optional[float] = None
+    sparse_weight: Optional[float] = 0.5
 
     def __post_init__(self) -> None:
         check_types(self)

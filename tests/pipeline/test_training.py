@@ -9,7 +9,7 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from ..conftest import TOY_TEXTS, make_doc
-from ..util import hashed_model, links, unlinked
+from ..util import DENSE_LINKER, hashed_model, links, unlinked
 
 OBJECTIVES = {
     "in_batch": {"@losses": "spacy_arbo.in_batch.v1"},
@@ -38,7 +38,7 @@ def train_toy(kb_dir, objective, steps=60, optimizer=None, **cfg):
     fix_random_seed(0)
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={"model": hashed_model(), "objective": objective, "top_k": 6,
-                                        "context_chars": 30, "refresh_every": 10, **cfg})
+                                        "context_chars": 30, "refresh_every": 10, **DENSE_LINKER, **cfg})
     nlp.config["initialize"]["components"]["arbo_linker"] = {
         "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(kb_dir)}
     }

@@ -1,0 +1,93 @@
+"""The linker as `nlp.add_pipe("arbo_linker")` gives it, and pipelines saved before those defaults."""
+from pathlib import Path
+
+import spacy
+from thinc.api import Config
+
+from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS, settings_saved_without
+from spacy_arbo.pipeline.linker_settings import LinkerSettings
+
+from ..conftest import make_doc
+from ..util import DENSE_LINKER, hashed_model, make_nlp
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def linker_block(name):
+    return Config().from_disk(CONFIGS / name, interpolate=False)["components"]["arbo_linker"]
+
+
+def test_defaults_are_the_label_free_recipe():
+    """The settings configs/kb_only.cfg spells out are the factory's (top_k aside: 16 by default,
+    chosen on NCBI and BC5CDR dev); configs/zero_shot.cfg is the factory's linker as it comes."""
+    defaults = LinkerSettings()
+    recipe = {k: v for k, v in linker_block("kb_only.cfg").items() if k not in ("factory", "model", "top_k")}
+    assert {k: getattr(defaults, k) for k in recipe} == recipe
+    assert (defaults.candidate_source, defaults.index_aliases, defaults.kb_names_first) == ("hybrid", True, True)
+    assert defaults.sparse_weight == 0.5 and defaults.top_k == 16 and defaults.entity_fields == []
+    assert set(linker_block("zero_shot.cfg")) == {"factory", "model"}
+    # The trained recipes keep the dense linker they were measured with.
+    for config in ("retriever_plain.cfg", "retriever_arborescence.cfg", "tfidf.cfg"):
+        block = linker_block(config)
+        assert {k: block[k] for k in ("index_aliases", "sparse_weight", "kb_names_first")} == {
+            "index_aliases": False, "sparse_weight": None, "kb_names_first": False}, config
+
+
+def test_default_linker_links_aliases_and_names_first(toy_kb_dir):
+    """Alias vectors and TF-IDF: "WD" and "coughing" are KB aliases, so the default linker gets
+    them right where the dense name-only linker of the same (untrained) encoder need not."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model()})
+    nlp.config["initialize"]["components"]["arbo_linker"] = {
+        "kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1", "path": str(toy_kb_dir)}}
+    nlp.initialize()
+    linker = nlp.get_pipe("arbo_linker")
+    assert linker.retriever.tfidf is not None and len(linker.retriever.dense) > len(linker.kb)
+    doc = nlp(make_doc(nlp, "Wilson disease (WD) is rare; coughing too.",
+                       [("Wilson disease", ""), ("WD", ""), ("coughing", "")], with_ids=False))
+    assert [ent.kb_id_ for ent in doc.ents] == ["MESH:D006527", "MESH:D006527", "MESH:D003371"]
+    # A mention spelt as one entity's name is linked before encoding: one candidate, scored 1.
+    assert doc.ents[0]._.kb_candidates == [("MESH:D006527", 1.0)]
+
+
+def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_dir):
+    """A saved config.cfg without the settings whose defaults changed loads with the values it
+    was made with, links as before, and keeps them when saved again."""
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "saved")
+    config_file = tmp_path / "saved" / "config.cfg"
+    dropped = set(DENSE_LINKER)  # every saved config has top_k
+    lines = [line for line in config_file.read_text().splitlines() if line.split(" = ")[0] not in dropped]
+    config_file.write_text("\n".join(lines) + "\n")
+    assert "kb_names_first" not in config_file.read_text()
+    loaded = spacy.load(tmp_path / "saved")
+    settings = loaded.get_pipe("arbo_linker").settings
+    assert {k: getattr(settings, k) for k in EARLIER_DEFAULTS} == {**EARLIER_DEFAULTS, "top_k": 4}
+    loaded.to_disk(tmp_path / "again")
+    block = Config().from_disk(tmp_path / "again" / "config.cfg", interpolate=False)["components"]["arbo_linker"]
+    assert {k: block[k] for k in DENSE_LINKER} == DENSE_LINKER and block["top_k"] == 4
+    doc = make_doc(nlp, "Fever and coughing were reported.", [("Fever", ""), ("coughing", "")], with_ids=False)
+    first, second = nlp(doc.copy()), loaded(doc.copy())
+    assert [e._.kb_candidates for e in first.ents] == [e._.kb_candidates for e in second.ents]
+
+
+def test_a_component_folder_without_a_config_beside_it_keeps_what_it_is_given(tmp_path):
+    (tmp_path / "arbo_linker").mkdir()
+    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker") == {}
+    (tmp_path / "config.cfg").write_text("[components]\n\n[components.other]\nfactory = \"ner\"\n")
+    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker") == {}
+
+
+def test_repeated_mentions_are_searched_once(toy_kb_dir, monkeypatch):
+    nlp = make_nlp(toy_kb_dir, candidate_source="hybrid", sparse_weight=0.5)
+    linker = nlp.get_pipe("arbo_linker")
+    searched = []
+    original = linker.retriever.candidates
+    monkeypatch.setattr(linker.retriever, "candidates",
+                        lambda vectors, texts, k=None: searched.append(list(texts)) or original(vectors, texts, k))
+    doc = make_doc(nlp, "Fever, fever and Fever again; coughing.",
+                   [("Fever", ""), ("fever", ""), ("Fever", ""), ("coughing", "")], with_ids=False)
+    doc = nlp(doc)
+    assert searched == [["Fever", "fever", "coughing"]]
+    assert doc.ents[0]._.kb_candidates == doc.ents[2]._.kb_candidates
+    assert doc.ents[0]._.kb_candidates is not doc.ents[2]._.kb_candidates
