@@ -2,6 +2,7 @@
 from .forking import register_fork_handler
 from .kb.disk_store import DiskEntityStore
 from .kb.entities import NIL, Entity
+from .kb.readers import build_kb
 from .kb.store import EntityStore
 from .util import ArboError
 
@@ -9,4 +10,4 @@ from .util import ArboError
 register_fork_handler()
 
 __version__ = "0.1.0"
-__all__ = ["NIL", "ArboError", "DiskEntityStore", "Entity", "EntityStore", "__version__"]
+__all__ = ["NIL", "ArboError", "DiskEntityStore", "Entity", "EntityStore", "__version__", "build_kb"]
