@@ -1,6 +1,7 @@
 """Bad input to the commands is one line naming the problem (the file, the option, the
 component) and exit code 1, never a traceback from spaCy, numpy or torch, nor a pipeline
 written that cannot load or silently does nothing."""
+import codecs
 import json
 
 import pytest
@@ -10,10 +11,12 @@ from spacy.tokens import DocBin
 from spacy_arbo import Entity, EntityStore
 from spacy_arbo.cli import main
 from spacy_arbo.corpora import convert_corpus
+from spacy_arbo.kb.store import open_store
 from spacy_arbo.report import read_run_clock
 from spacy_arbo.util import ArboError
 
 from .test_cli import add_misleading_memory, link_files, write_files
+from .util import CTD_HEADER, ctd_line
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +181,52 @@ def test_compare_runs_set_needs_a_linker(linked, tmp_path, capsys):
                  "--output", str(tmp_path / "runs.json")]) == 1
     assert f"{tmp_path / 'run' / 'model-best'} has no arbo_linker for --set to change" in error_line(capsys)
     assert not (tmp_path / "runs.json").exists()
+
+
+def test_convert_types_that_no_mention_has_is_an_error_listing_the_types(linked, tmp_path, capsys):
+    """The docs once said --types Disease for NCBI Disease, whose types are others: 0 entities, exit 0."""
+    assert main(["convert", str(linked / "corpus.txt"), str(tmp_path / "out.spacy"), "--types", "Disease,Nope"]) == 1
+    assert f"{linked / 'corpus.txt'}: no mention has type Nope (--types); its mention types: Disease (4)." \
+        in error_line(capsys)
+    assert not (tmp_path / "out.spacy").exists()
+
+
+@pytest.mark.parametrize("name,text,message", [
+    ("empty.jsonl", "", ": no documents to convert (an empty file?)."),
+    ("empty.txt", "\n\n", ": no documents to convert (an empty file?)."),
+    ("plain.txt", "This is just a plain text file.\n",
+     ":1: not PubTator: a document starts with a title line 'PMID|t|TITLE'; got 'This is just a plain text file.'."),
+])
+def test_convert_of_a_file_without_documents_says_so(tmp_path, name, text, message, capsys):
+    (tmp_path / name).write_text(text)
+    assert main(["convert", str(tmp_path / name), str(tmp_path / "out.spacy")]) == 1
+    assert error_line(capsys) == f"error: {tmp_path / name}{message}\n"
+    assert not (tmp_path / "out.spacy").exists()
+
+
+def test_build_kb_into_a_file_names_it(linked, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("keep me")
+    assert main(["build-kb", str(linked / "ctd.tsv"), str(tmp_path / "a_file")]) == 1
+    assert error_line(capsys) == (f"error: {tmp_path / 'a_file'} is a file: a KB is written as a directory; "
+                                  "give a new path, or a KB directory to replace.\n")
+    assert (tmp_path / "a_file").read_text() == "keep me"
+
+
+def test_a_kb_that_is_not_utf8_is_an_error_naming_the_line(tmp_path, capsys):
+    (tmp_path / "kb.jsonl").write_bytes(b'{"concept_id": "C1", "canonical_name": "Fever"}\n'
+                                        b'{"concept_id": "C2", "canonical_name": "Caf\xe9"}\n')
+    assert main(["build-kb", str(tmp_path / "kb.jsonl"), str(tmp_path / "kb")]) == 1
+    assert error_line(capsys) == (f"error: {tmp_path / 'kb.jsonl'}:2: not UTF-8 (byte 0xe9, the line's byte 44); "
+                                  "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`.\n")
+
+
+@pytest.mark.parametrize("name,content", [
+    ("kb.jsonl", '{"concept_id": "C1", "canonical_name": "Fever", "aliases": ["pyrexia"]}\n'),
+    ("kb.tsv", CTD_HEADER + ctd_line("Fever", "C1", synonyms="pyrexia")),
+])
+def test_a_kb_with_a_utf8_byte_order_mark_is_read(tmp_path, name, content, capsys):
+    """Windows editors write one; it is not part of the first field."""
+    (tmp_path / name).write_bytes(codecs.BOM_UTF8 + content.encode("utf8"))
+    assert main(["build-kb", str(tmp_path / name), str(tmp_path / "kb")]) == 0
+    kb = open_store(tmp_path / "kb")
+    assert kb.ids == ["C1"] and kb["C1"].aliases == ("pyrexia",)
