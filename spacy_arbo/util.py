@@ -24,6 +24,11 @@ class ArboError(ValueError):
     """
 
 
+class ArboWarning(UserWarning):
+    """Input that can be used but will give worse results than it seems (a corpus some of
+    whose gold ids the KB lacks); the CLI prints these as one line too."""
+
+
 # Temporary folders are named `.NAME.PID.XXXXXXXX` (PID of the writer), so a later
 # write can tell folders of killed writers from those of live ones. Earlier versions
 # named them `.NAME.XXXXXXXX` and wrote NAME directly inside.

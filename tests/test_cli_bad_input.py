@@ -11,9 +11,10 @@ from spacy.tokens import DocBin
 from spacy_arbo import Entity, EntityStore
 from spacy_arbo.cli import main
 from spacy_arbo.corpora import convert_corpus
+from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.store import open_store
 from spacy_arbo.report import read_run_clock
-from spacy_arbo.util import ArboError
+from spacy_arbo.util import ArboError, ArboWarning
 
 from .test_cli import add_misleading_memory, link_files, write_files
 from .util import CTD_HEADER, ctd_line
@@ -230,3 +231,42 @@ def test_a_kb_with_a_utf8_byte_order_mark_is_read(tmp_path, name, content, capsy
     assert main(["build-kb", str(tmp_path / name), str(tmp_path / "kb")]) == 0
     kb = open_store(tmp_path / "kb")
     assert kb.ids == ["C1"] and kb["C1"].aliases == ("pyrexia",)
+
+
+def _corpus_with_ids(linked, tmp_path, ids):
+    """test_cli's corpus, its three gold ids (fever, cough, an unknown one) spelt as `ids` say."""
+    text = (linked / "corpus.txt").read_text()
+    for old, new in zip(("D005334", "D003371", "D999999"), ids):
+        text = text.replace(old, new)
+    (tmp_path / "corpus.txt").write_text(text)
+    assert main(["convert", str(tmp_path / "corpus.txt"), str(tmp_path / "data.spacy")]) == 0
+    return tmp_path / "data.spacy"
+
+
+@pytest.mark.parametrize("argv", [["evaluate", "{pipeline}", "{data}", "--output", "{out}"],
+                                  ["tune-threshold", "{pipeline}", "{data}", "--output", "{out}"],
+                                  ["select-pipeline", "{pipeline}", "{pipeline2}", "--dev", "{data}", "--output", "{out}"]])
+def test_a_corpus_of_another_kb_is_an_error_before_any_linking(linked, argv, tmp_path, capsys):
+    """Every metric would be 0.0000, exit 0, nothing saying that the ids do not match."""
+    data = _corpus_with_ids(linked, tmp_path, ("D111111", "D222222", "D999999"))
+    capsys.readouterr()
+    paths = {"pipeline": linked / "pipeline", "pipeline2": tmp_path / "pipeline2", "data": data, "out": tmp_path / "out"}
+    spacy.load(linked / "pipeline").to_disk(tmp_path / "pipeline2")
+    assert main([arg.format(**paths) for arg in argv]) == 1
+    assert error_line(capsys) == (
+        f"error: {data}: 0 of its 3 gold ids (0%) are in arbo_linker's KB; 3 missing (e.g. MESH:D111111, "
+        "MESH:D222222, MESH:D999999), on 4 mentions: the corpus is of another KB; convert it against this one "
+        "(convert --kb KB_DIR, which spells its ids as the KB does and the others NIL).\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_corpus_with_a_few_ids_the_kb_lacks_is_a_warning(linked, tmp_path, capsys):
+    data = _corpus_with_ids(linked, tmp_path, ("D005334", "D003371", "D999999"))
+    capsys.readouterr()
+    assert main(["evaluate", str(linked / "pipeline"), str(data)]) == 0
+    assert capsys.readouterr().err == (
+        f"warning: {data}: 2 of its 3 gold ids (67%) are in arbo_linker's KB; 1 missing (e.g. MESH:D999999), "
+        "on 1 mentions: those mentions cannot be linked right.\n")
+    nlp = spacy.load(linked / "pipeline")
+    with pytest.warns(ArboWarning, match="2 of its 3 gold ids"):
+        assert len(read_gold_links(data, nlp)) == 1
