@@ -13,6 +13,7 @@ from thinc.api import Config
 from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
+from .pipeline.kb_versions import check_kb_versions
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
 from .util import ArboError, PathLike, read_json, read_msgpack
 
@@ -21,18 +22,24 @@ def load_pipeline(path: PathLike, overrides: Optional[Dict[str, Any]] = None) ->
     """A saved pipeline (with `overrides` of its config, in spaCy's dot notation); a missing
     directory is an error naming it, not spaCy's guess that `path` is a package name, and a
     damaged file of spaCy's own (config, meta, tokenizer, vocab) is an error naming the file,
-    not a traceback from inside `spacy.load`."""
+    not a traceback from inside `spacy.load`; components made from another KB than the one
+    the pipeline links to are an error naming the pipeline (`kb_versions`)."""
     path = Path(path)
     if not path.is_dir():
         raise ArboError(f"Pipeline directory '{path}' does not exist.")
     try:
-        return spacy.load(path, config=overrides or {})
+        nlp = spacy.load(path, config=overrides or {})
     except ArboError:
         raise
     except (ValueError, KeyError, TypeError) as err:  # raised by spaCy's readers of its own files
         check_spacy_files(path)  # names the damaged file where it can; read only when loading failed
         raise ArboError(f"{path}: spaCy cannot load the pipeline, a file of it is damaged "
                         f"({type(err).__name__}: {err}).") from None
+    try:
+        check_kb_versions(nlp)
+    except ArboError as err:
+        raise ArboError(f"{path}: {err}") from None
+    return nlp
 
 
 def check_spacy_files(path: Path) -> None:

@@ -14,6 +14,7 @@ from spacy.tokens import Doc
 from .corpora import read_docbin
 from .kb.entities import NIL, split_ids
 from .kb.store import BaseEntityStore
+from .pipeline.kb_versions import pipeline_kb
 from .util import ArboError, ArboWarning, PathLike
 
 # Under this share of its distinct gold ids in the KB, a corpus is taken to be of another KB:
@@ -52,12 +53,6 @@ def gold_id_agreement(docs: Iterable[Doc], kb: BaseEntityStore) -> GoldIdAgreeme
             unknown.update(missing)
             unknown_mentions += bool(missing)
     return GoldIdAgreement(len(known), len(known) + len(unknown), tuple(sorted(unknown)[:EXAMPLES]), unknown_mentions)
-
-
-def pipeline_kb(nlp: Language) -> Optional[Tuple[str, BaseEntityStore]]:
-    """The last component that links to a KB (an arbo_linker, a reranker), and its KB."""
-    held = [(name, proc.kb) for name, proc in nlp.pipeline if isinstance(getattr(proc, "kb", None), BaseEntityStore)]
-    return held[-1] if held else None
 
 
 def check_gold_ids(docs: List[Doc], nlp: Language, corpus: PathLike) -> None:

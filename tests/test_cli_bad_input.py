@@ -270,3 +270,45 @@ def test_a_corpus_with_a_few_ids_the_kb_lacks_is_a_warning(linked, tmp_path, cap
     nlp = spacy.load(linked / "pipeline")
     with pytest.warns(ArboWarning, match="2 of its 3 gold ids"):
         assert len(read_gold_links(data, nlp)) == 1
+
+
+def test_add_kb_finder_with_another_kb_is_an_error(linked, tmp_path, capsys):
+    """Its names would be proposed and linked to whatever entity is nearest ("Acanthamoeba
+    keratitis" -> Hepatitis B); without --kb the finder matches the linker's own KB."""
+    EntityStore([Entity("X:1", "Acanthamoeba keratitis"), Entity("X:2", "gout")]).to_disk(tmp_path / "other")
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "out"), "--kb", str(tmp_path / "other")]) == 1
+    err = error_line(capsys)
+    assert f"error: {linked / 'pipeline'}: --kb {tmp_path / 'other'} is another KB (version " in err
+    assert "2 entities) than the one arbo_linker links to (version" in err and "leave --kb out to match" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "out")]) == 0
+    nlp = spacy.load(tmp_path / "out")
+    assert [(e.text, e.kb_id_) for e in nlp("Acanthamoeba keratitis and pyrexia.").ents] == [("pyrexia", "MESH:D005334")]
+
+
+@pytest.mark.parametrize("action", ["add", "remove"])
+def test_kb_add_and_remove_keep_the_kb_finder_in_step(linked, tmp_path, action, capsys):
+    """The finder's names were left as they were: the linker knew "gout", the finder never found it."""
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "e2e"), "--kb", str(linked / "kb")]) == 0
+    (tmp_path / "gout.jsonl").write_text('{"concept_id": "MESH:D006073", "canonical_name": "gout"}\n')
+    change = [str(tmp_path / "gout.jsonl")] if action == "add" else ["MESH:D003371"]
+    assert main(["kb", action, str(tmp_path / "e2e"), *change, "--output", str(tmp_path / "out")]) == 0
+    names = 4 if action == "add" else 2
+    assert f"kb_mention_finder: matches the {names} names of the updated KB" in capsys.readouterr().out
+    nlp = spacy.load(tmp_path / "out")
+    found = [(e.text, e.kb_id_) for e in nlp("Gout and cough.").ents]
+    assert [text for text, _ in found] == (["Gout", "cough"] if action == "add" else [])
+    assert action == "remove" or found[0] == ("Gout", "MESH:D006073")
+
+
+def test_a_component_made_from_another_kb_is_an_error_on_load(linked, tmp_path, capsys):
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "e2e")]) == 0
+    (tmp_path / "e2e" / "kb_mention_finder" / "kb_version.json").write_text('{"kb_version": "0123456789abcdef"}')
+    assert main(["evaluate", str(tmp_path / "e2e"), str(linked / "test.spacy"), "--end-to-end"]) == 1
+    err = error_line(capsys)
+    assert err.startswith(f"error: {tmp_path / 'e2e'}: kb_mention_finder was made from another KB (version "
+                          "0123456789abcdef) than the one arbo_linker links to (version ")
+    assert "2 entities); remove it and add it again from that KB" in err
+    nlp = spacy.load(tmp_path / "e2e")  # Python users: when it first reads a text
+    with pytest.raises(ArboError, match="kb_mention_finder was made from another KB"):
+        nlp("Fever.")
