@@ -1,4 +1,5 @@
 """Run a pipeline over gold-annotated docs and collect the linking metrics."""
+import configparser
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -8,6 +9,7 @@ from spacy.language import Language
 from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 from spacy.training import Example
+from confection import ConfigValidationError
 from thinc.api import Config
 
 from .kb.entities import NIL, split_ids
@@ -15,6 +17,7 @@ from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .pipeline.kb_versions import check_kb_versions
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
+from .settings import config_error_line
 from .util import ArboError, PathLike, read_json, read_msgpack
 
 
@@ -29,9 +32,12 @@ def load_pipeline(path: PathLike, overrides: Optional[Dict[str, Any]] = None) ->
         raise ArboError(f"Pipeline directory '{path}' does not exist.")
     try:
         nlp = spacy.load(path, config=overrides or {})
+    except ConfigValidationError as err:  # a bad setting in config.cfg (or in `overrides`)
+        line = str(err) if isinstance(err, ArboError) else config_error_line(err)
+        raise ArboError(f"{path / 'config.cfg'}: {line}") from None
     except ArboError:
         raise
-    except (ValueError, KeyError, TypeError) as err:  # raised by spaCy's readers of its own files
+    except (ValueError, KeyError, TypeError, configparser.Error) as err:  # raised by spaCy's readers of its own files
         check_spacy_files(path)  # names the damaged file where it can; read only when loading failed
         raise ArboError(f"{path}: spaCy cannot load the pipeline, a file of it is damaged "
                         f"({type(err).__name__}: {err}).") from None

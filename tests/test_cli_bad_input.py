@@ -3,6 +3,7 @@ component) and exit code 1, never a traceback from spaCy, numpy or torch, nor a 
 written that cannot load or silently does nothing."""
 import codecs
 import json
+import shutil
 
 import pytest
 import spacy
@@ -312,3 +313,15 @@ def test_a_component_made_from_another_kb_is_an_error_on_load(linked, tmp_path, 
     nlp = spacy.load(tmp_path / "e2e")  # Python users: when it first reads a text
     with pytest.raises(ArboError, match="kb_mention_finder was made from another KB"):
         nlp("Fever.")
+
+
+@pytest.mark.parametrize("line,message", [
+    ('threshold = "abc"', "arbo_linker: threshold takes a number or null; got 'abc'."),
+    ("top_kk = 3", "arbo_linker -> top_kk: unexpected argument: 'top_kk'"),
+])
+def test_a_bad_setting_in_a_saved_config_is_one_line_naming_the_file(linked, tmp_path, line, message, capsys):
+    shutil.copytree(linked / "pipeline", tmp_path / "pipeline")
+    config = tmp_path / "pipeline" / "config.cfg"
+    config.write_text(config.read_text().replace("\nthreshold = null", "\n" + line))
+    assert main(["evaluate", str(tmp_path / "pipeline"), str(linked / "test.spacy")]) == 1
+    assert error_line(capsys) == f"error: {config}: {message}\n"

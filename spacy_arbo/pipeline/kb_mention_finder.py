@@ -28,7 +28,7 @@ from spacy.vocab import Vocab
 
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, check_choice
+from ..settings import check_at_least, check_choice, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
 from .kb_versions import check_kb_version, kb_version, read_version, write_version
@@ -262,7 +262,8 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
 
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
                   default_config={"label": "Disease", "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
-def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: str, min_chars: int,
+@config_checked
+def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_chars: Any,
                            spans_key: str) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
@@ -270,7 +271,8 @@ def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: str, min_
 
 
 @Language.factory("kb_name_marker", assigns=["doc.spans"], default_config={"min_chars": 3, "spans_key": "kb_names"})
-def make_kb_name_marker(nlp: Language, name: str, min_chars: int, spans_key: str) -> KBMentionFinder:
+@config_checked
+def make_kb_name_marker(nlp: Language, name: str, min_chars: Any, spans_key: str) -> KBMentionFinder:
     """The spans that read as KB names, in `doc.spans[spans_key]` only, for a recognizer that
     reads them as features (`spacy_arbo.SpanMarks.v1`); it finds no mentions itself."""
     return KBMentionFinder(nlp.vocab, name, label="", mode=MARK, min_chars=min_chars, spans_key=spans_key,

@@ -11,7 +11,7 @@ and, with `fold_plurals`, plural endings."""
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import srsly
 from spacy.language import Language
@@ -23,7 +23,7 @@ from spacy.vocab import Vocab
 
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least
+from ..settings import check_at_least, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
 from .links import write_kb_id
@@ -65,7 +65,8 @@ def check_memory_settings(min_count: int, min_share: float, fold: bool) -> None:
     assigns=["token.ent_kb_id", "span._.kb_ents"],
     default_config={"min_count": 1, "min_share": 0.8, "fold_plurals": False},
 )
-def make_link_memory(nlp: Language, name: str, min_count: int, min_share: float, fold_plurals: bool) -> "LinkMemory":
+@config_checked
+def make_link_memory(nlp: Language, name: str, min_count: Any, min_share: Any, fold_plurals: Any) -> "LinkMemory":
     return LinkMemory(nlp.vocab, name, min_count=min_count, min_share=min_share, fold_plurals=fold_plurals, nlp=nlp)
 
 
