@@ -16,6 +16,7 @@ from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .pipeline.kb_versions import check_kb_versions
+from .pipeline.mention_finders import mention_finders
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
 from .settings import config_error_line
 from .util import ArboError, PathLike, read_json, read_msgpack
@@ -163,13 +164,6 @@ def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
     """(doc, start, end, id set) of every linked mention: end-to-end scoring's items."""
     return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
             for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
-
-
-def mention_finders(nlp: Language) -> List[str]:
-    """The components that find mentions: they set `doc.ents` without requiring them (a filter
-    of mentions found earlier, such as `kb_mention_filter`, requires them)."""
-    return [name for name in nlp.pipe_names
-            if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
 
 
 def recognizer_position(nlp: Language) -> int:

@@ -8,13 +8,14 @@ from spacy.util import load_config
 
 from ..corpora import read_docbin
 from ..encoders.recognizer_transformer import PRECISIONS, precision_overrides
-from ..evaluation import docs_not_in, mention_finders
+from ..evaluation import docs_not_in
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
+from ..pipeline.mention_finders import mention_finders
 from ..tuning import tune_link_memory
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
