@@ -1,4 +1,5 @@
 """Run a pipeline over gold-annotated docs and collect the linking metrics."""
+import configparser
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -8,12 +9,16 @@ from spacy.language import Language
 from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 from spacy.training import Example
+from confection import ConfigValidationError
 from thinc.api import Config
 
 from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
+from .pipeline.kb_versions import check_kb_versions
+from .pipeline.mention_finders import mention_finders
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
+from .settings import config_error_line
 from .util import ArboError, PathLike, read_json, read_msgpack
 
 
@@ -21,18 +26,27 @@ def load_pipeline(path: PathLike, overrides: Optional[Dict[str, Any]] = None) ->
     """A saved pipeline (with `overrides` of its config, in spaCy's dot notation); a missing
     directory is an error naming it, not spaCy's guess that `path` is a package name, and a
     damaged file of spaCy's own (config, meta, tokenizer, vocab) is an error naming the file,
-    not a traceback from inside `spacy.load`."""
+    not a traceback from inside `spacy.load`; components made from another KB than the one
+    the pipeline links to are an error naming the pipeline (`kb_versions`)."""
     path = Path(path)
     if not path.is_dir():
         raise ArboError(f"Pipeline directory '{path}' does not exist.")
     try:
-        return spacy.load(path, config=overrides or {})
+        nlp = spacy.load(path, config=overrides or {})
+    except ConfigValidationError as err:  # a bad setting in config.cfg (or in `overrides`)
+        line = str(err) if isinstance(err, ArboError) else config_error_line(err)
+        raise ArboError(f"{path / 'config.cfg'}: {line}") from None
     except ArboError:
         raise
-    except (ValueError, KeyError, TypeError) as err:  # raised by spaCy's readers of its own files
+    except (ValueError, KeyError, TypeError, configparser.Error) as err:  # raised by spaCy's readers of its own files
         check_spacy_files(path)  # names the damaged file where it can; read only when loading failed
         raise ArboError(f"{path}: spaCy cannot load the pipeline, a file of it is damaged "
                         f"({type(err).__name__}: {err}).") from None
+    try:
+        check_kb_versions(nlp)
+    except ArboError as err:
+        raise ArboError(f"{path}: {err}") from None
+    return nlp
 
 
 def check_spacy_files(path: Path) -> None:
@@ -150,13 +164,6 @@ def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
     """(doc, start, end, id set) of every linked mention: end-to-end scoring's items."""
     return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
             for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
-
-
-def mention_finders(nlp: Language) -> List[str]:
-    """The components that find mentions: they set `doc.ents` without requiring them (a filter
-    of mentions found earlier, such as `kb_mention_filter`, requires them)."""
-    return [name for name in nlp.pipe_names
-            if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
 
 
 def recognizer_position(nlp: Language) -> int:

@@ -5,8 +5,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from spacy.language import Language
 
-from .corpora import read_docbin
 from .evaluation import evaluate_linking
+from .gold_corpus import read_gold_links
 from .scoring import RECALL_KS
 from .settings import is_number
 from .util import ArboError, PathLike, atomic_path, read_json
@@ -67,7 +67,7 @@ def score_run(nlp: Language, splits: Dict[str, PathLike], seen_ids: Optional[Set
     (`dev_accuracy`); `seen_ids` gives `accuracy_unseen`."""
     scores: Dict[str, Any] = {}
     for split, path in splits.items():
-        metrics = evaluate_linking(nlp, read_docbin(path, nlp.vocab), seen_ids=seen_ids)
+        metrics = evaluate_linking(nlp, read_gold_links(path, nlp), seen_ids=seen_ids)
         scores.update({f"{split}_{key}": metrics.get(key) for key in RUN_KEYS})
     return scores
 

@@ -1,13 +1,17 @@
 """Component settings, written once: a frozen dataclass per component gives the factory's
-defaults, its config validation (the factory signature is made from the fields) and the
-checks that a value is sensible. The pipeline's config is where settings live; a saved
+defaults, its config validation (the factory signature is made from the fields, and a bad
+value is one `ConfigSettingError` line naming the component, the setting, the value and what
+it takes) and the checks that a value is sensible. The pipeline's config is where settings live; a saved
 pipeline keeps them in its `config.cfg`, so `spacy.load(path, config=...)` can change them.
 """
 import dataclasses
+import functools
 import inspect
 import math
 import typing
 from typing import Any, Callable, Dict, Iterable, Sequence, Tuple, Type, TypeVar
+
+from confection import ConfigValidationError
 
 from .util import ArboError
 
@@ -25,16 +29,57 @@ def setting_defaults(settings: Type[Any]) -> Dict[str, Any]:
     return defaults
 
 
+class ConfigSettingError(ArboError, ConfigValidationError):
+    """A bad value in a component's config, as one line: "arbo_linker: top_k takes a positive
+    integer; got 0.". spaCy's commands (`spacy assemble`, `spacy train`, `spacy debug config`)
+    print a ConfigValidationError as its title and exit 1, where any other error is a traceback;
+    spacy-arbo's commands print it as the ArboError it also is."""
+
+    def __init__(self, *, title: str, **_: Any) -> None:  # spaCy re-makes it through `from_error`
+        ConfigValidationError.__init__(self, title=title, show_config=False)
+
+    def __str__(self) -> str:
+        return self.title or ""
+
+
+def config_checked(make: Callable) -> Callable:
+    """A factory whose bad settings (an ArboError from their checks) raise `ConfigSettingError`
+    naming the component, for every way a config is read: `add_pipe`, `spacy.load`, `spacy assemble`, `spacy train`."""
+
+    @functools.wraps(make)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return make(*args, **kwargs)
+        except ConfigSettingError:
+            raise
+        except ArboError as err:
+            name, message = kwargs.get("name", ""), str(err)
+            raise ConfigSettingError(title=message if message.startswith(f"{name}:") else f"{name}: {message}") \
+                from None
+
+    checked.__signature__ = inspect.signature(make)  # type: ignore[attr-defined]  # spaCy reads the names
+    return checked
+
+
+def config_error_line(err: ConfigValidationError) -> str:
+    """confection's own validation error (a setting spaCy's config does not know, a value of the
+    wrong type for an architecture) as one line: where, and what is wrong, without the config."""
+    found = [f"{' -> '.join(str(part) for part in error.get('loc', []))}: {error.get('msg')}" for error in err.errors or []]
+    return "; ".join(found) or (err.title or "config validation error")
+
+
 def with_setting_parameters(settings: Type[Any], leading: Sequence[Tuple[str, Any]]) -> Callable:
-    """Give a `make(nlp, name, ..., **settings)` factory an explicit signature, so spaCy's
-    config validation checks every setting against its field's type."""
+    """Give a `make(nlp, name, ..., **settings)` factory an explicit signature, so that spaCy's
+    config knows every setting; their values are checked by the settings class, whose errors
+    `config_checked` turns into one line (confection's own check of the fields' types would
+    print the whole config)."""
 
     def decorate(make: Callable) -> Callable:
         params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a) for n, a in leading]
-        params += [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=f.type)
+        params += [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Any)
                    for f in dataclasses.fields(settings)]
         make.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        return make
+        return config_checked(make)
 
     return decorate
 

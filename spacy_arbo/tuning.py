@@ -15,8 +15,8 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .corpora import read_docbin
 from .evaluation import evaluate_end_to_end, evaluate_linking, link_gold_mentions, load_pipeline
+from .gold_corpus import read_gold_links
 from .pipeline.link_memory import LinkMemory
 from .scoring import accuracy, mention_outcomes
 from .settings import check_choice
@@ -121,8 +121,6 @@ def select_pipeline(paths: Sequence[str], dev: PathLike, metric: str = "nel_micr
     metrics: Dict[str, Dict[str, Any]] = {}
     for path in paths:
         nlp = load_pipeline(path)
-        metrics[path] = (evaluate_end_to_end if end_to_end else evaluate_linking)(nlp, read_docbin(dev, nlp.vocab))
-        if not metrics[path]["n_gold_mentions" if end_to_end else "n_mentions"]:  # scores are None or 0 then
-            raise ArboError(f"{dev} has no gold mentions to choose a pipeline on.")
+        metrics[path] = (evaluate_end_to_end if end_to_end else evaluate_linking)(nlp, read_gold_links(dev, nlp))
     trials = [Trial(path, scores[metric], cost=i) for i, (path, scores) in enumerate(metrics.items())]
     return PipelineChoice(metric, metrics, choose(trials, min_gain).setting)

@@ -1,4 +1,5 @@
 """Small helpers shared across the package: atomic writes and user-facing errors."""
+import codecs
 import contextlib
 import glob
 import gzip
@@ -21,6 +22,11 @@ class ArboError(ValueError):
 
     The CLI prints these as a one-line message instead of a traceback.
     """
+
+
+class ArboWarning(UserWarning):
+    """Input that can be used but will give worse results than it seems (a corpus some of
+    whose gold ids the KB lacks); the CLI prints these as one line too."""
 
 
 # Temporary folders are named `.NAME.PID.XXXXXXXX` (PID of the writer), so a later
@@ -106,14 +112,24 @@ def _process_alive(pid: int) -> bool:
 
 
 def read_lines(path: Path) -> Iterator[Tuple[int, str]]:
-    """(1-based line number, line without its newline); `.gz` files are decompressed."""
+    """(1-based line number, line without its newline); `.gz` files are decompressed, a UTF-8
+    byte order mark is skipped, and bytes that are not UTF-8 are an error naming their line."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf8") as handle:
-            for number, line in enumerate(handle, start=1):
-                yield number, line.rstrip("\n").rstrip("\r")
-    except (OSError, EOFError, UnicodeDecodeError) as err:
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                yield number, _decode_line(raw[len(codecs.BOM_UTF8):] if number == 1 and raw.startswith(
+                    codecs.BOM_UTF8) else raw, f"{path}:{number}")
+    except (OSError, EOFError) as err:
         raise ArboError(f"{path}: cannot read ({err}).") from None
+
+
+def _decode_line(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf8").rstrip("\n").rstrip("\r")
+    except UnicodeDecodeError as err:
+        raise ArboError(f"{where}: not UTF-8 (byte 0x{raw[err.start]:02x}, the line's byte {err.start + 1}); "
+                        "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`.") from None
 
 
 def read_json(path: Path) -> Any:

@@ -1,7 +1,9 @@
 """Bad input to the commands is one line naming the problem (the file, the option, the
 component) and exit code 1, never a traceback from spaCy, numpy or torch, nor a pipeline
 written that cannot load or silently does nothing."""
+import codecs
 import json
+import shutil
 
 import pytest
 import spacy
@@ -10,10 +12,13 @@ from spacy.tokens import DocBin
 from spacy_arbo import Entity, EntityStore
 from spacy_arbo.cli import main
 from spacy_arbo.corpora import convert_corpus
+from spacy_arbo.gold_corpus import read_gold_links
+from spacy_arbo.kb.store import open_store
 from spacy_arbo.report import read_run_clock
-from spacy_arbo.util import ArboError
+from spacy_arbo.util import ArboError, ArboWarning
 
 from .test_cli import add_misleading_memory, link_files, write_files
+from .util import CTD_HEADER, ctd_line
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +183,145 @@ def test_compare_runs_set_needs_a_linker(linked, tmp_path, capsys):
                  "--output", str(tmp_path / "runs.json")]) == 1
     assert f"{tmp_path / 'run' / 'model-best'} has no arbo_linker for --set to change" in error_line(capsys)
     assert not (tmp_path / "runs.json").exists()
+
+
+def test_convert_types_that_no_mention_has_is_an_error_listing_the_types(linked, tmp_path, capsys):
+    """The docs once said --types Disease for NCBI Disease, whose types are others: 0 entities, exit 0."""
+    assert main(["convert", str(linked / "corpus.txt"), str(tmp_path / "out.spacy"), "--types", "Disease,Nope"]) == 1
+    assert f"{linked / 'corpus.txt'}: no mention has type Nope (--types); its mention types: Disease (4)." \
+        in error_line(capsys)
+    assert not (tmp_path / "out.spacy").exists()
+
+
+@pytest.mark.parametrize("name,text,message", [
+    ("empty.jsonl", "", ": no documents to convert (an empty file?)."),
+    ("empty.txt", "\n\n", ": no documents to convert (an empty file?)."),
+    ("plain.txt", "This is just a plain text file.\n",
+     ":1: not PubTator: a document starts with a title line 'PMID|t|TITLE'; got 'This is just a plain text file.'."),
+])
+def test_convert_of_a_file_without_documents_says_so(tmp_path, name, text, message, capsys):
+    (tmp_path / name).write_text(text)
+    assert main(["convert", str(tmp_path / name), str(tmp_path / "out.spacy")]) == 1
+    assert error_line(capsys) == f"error: {tmp_path / name}{message}\n"
+    assert not (tmp_path / "out.spacy").exists()
+
+
+def test_build_kb_into_a_file_names_it(linked, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("keep me")
+    assert main(["build-kb", str(linked / "ctd.tsv"), str(tmp_path / "a_file")]) == 1
+    assert error_line(capsys) == (f"error: {tmp_path / 'a_file'} is a file: a KB is written as a directory; "
+                                  "give a new path, or a KB directory to replace.\n")
+    assert (tmp_path / "a_file").read_text() == "keep me"
+
+
+def test_a_kb_that_is_not_utf8_is_an_error_naming_the_line(tmp_path, capsys):
+    (tmp_path / "kb.jsonl").write_bytes(b'{"concept_id": "C1", "canonical_name": "Fever"}\n'
+                                        b'{"concept_id": "C2", "canonical_name": "Caf\xe9"}\n')
+    assert main(["build-kb", str(tmp_path / "kb.jsonl"), str(tmp_path / "kb")]) == 1
+    assert error_line(capsys) == (f"error: {tmp_path / 'kb.jsonl'}:2: not UTF-8 (byte 0xe9, the line's byte 44); "
+                                  "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`.\n")
+
+
+@pytest.mark.parametrize("name,content", [
+    ("kb.jsonl", '{"concept_id": "C1", "canonical_name": "Fever", "aliases": ["pyrexia"]}\n'),
+    ("kb.tsv", CTD_HEADER + ctd_line("Fever", "C1", synonyms="pyrexia")),
+])
+def test_a_kb_with_a_utf8_byte_order_mark_is_read(tmp_path, name, content, capsys):
+    """Windows editors write one; it is not part of the first field."""
+    (tmp_path / name).write_bytes(codecs.BOM_UTF8 + content.encode("utf8"))
+    assert main(["build-kb", str(tmp_path / name), str(tmp_path / "kb")]) == 0
+    kb = open_store(tmp_path / "kb")
+    assert kb.ids == ["C1"] and kb["C1"].aliases == ("pyrexia",)
+
+
+def _corpus_with_ids(linked, tmp_path, ids):
+    """test_cli's corpus, its three gold ids (fever, cough, an unknown one) spelt as `ids` say."""
+    text = (linked / "corpus.txt").read_text()
+    for old, new in zip(("D005334", "D003371", "D999999"), ids):
+        text = text.replace(old, new)
+    (tmp_path / "corpus.txt").write_text(text)
+    assert main(["convert", str(tmp_path / "corpus.txt"), str(tmp_path / "data.spacy")]) == 0
+    return tmp_path / "data.spacy"
+
+
+@pytest.mark.parametrize("argv", [["evaluate", "{pipeline}", "{data}", "--output", "{out}"],
+                                  ["tune-threshold", "{pipeline}", "{data}", "--output", "{out}"],
+                                  ["select-pipeline", "{pipeline}", "{pipeline2}", "--dev", "{data}", "--output", "{out}"]])
+def test_a_corpus_of_another_kb_is_an_error_before_any_linking(linked, argv, tmp_path, capsys):
+    """Every metric would be 0.0000, exit 0, nothing saying that the ids do not match."""
+    data = _corpus_with_ids(linked, tmp_path, ("D111111", "D222222", "D999999"))
+    capsys.readouterr()
+    paths = {"pipeline": linked / "pipeline", "pipeline2": tmp_path / "pipeline2", "data": data, "out": tmp_path / "out"}
+    spacy.load(linked / "pipeline").to_disk(tmp_path / "pipeline2")
+    assert main([arg.format(**paths) for arg in argv]) == 1
+    assert error_line(capsys) == (
+        f"error: {data}: 0 of its 3 gold ids (0%) are in arbo_linker's KB; 3 missing (e.g. MESH:D111111, "
+        "MESH:D222222, MESH:D999999), on 4 mentions: the corpus is of another KB; convert it against this one "
+        "(convert --kb KB_DIR, which spells its ids as the KB does and the others NIL).\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_corpus_with_a_few_ids_the_kb_lacks_is_a_warning(linked, tmp_path, capsys):
+    data = _corpus_with_ids(linked, tmp_path, ("D005334", "D003371", "D999999"))
+    capsys.readouterr()
+    assert main(["evaluate", str(linked / "pipeline"), str(data)]) == 0
+    assert capsys.readouterr().err == (
+        f"warning: {data}: 2 of its 3 gold ids (67%) are in arbo_linker's KB; 1 missing (e.g. MESH:D999999), "
+        "on 1 mentions: those mentions cannot be linked right.\n")
+    nlp = spacy.load(linked / "pipeline")
+    with pytest.warns(ArboWarning, match="2 of its 3 gold ids"):
+        assert len(read_gold_links(data, nlp)) == 1
+
+
+def test_add_kb_finder_with_another_kb_is_an_error(linked, tmp_path, capsys):
+    """Its names would be proposed and linked to whatever entity is nearest ("Acanthamoeba
+    keratitis" -> Hepatitis B); without --kb the finder matches the linker's own KB."""
+    EntityStore([Entity("X:1", "Acanthamoeba keratitis"), Entity("X:2", "gout")]).to_disk(tmp_path / "other")
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "out"), "--kb", str(tmp_path / "other")]) == 1
+    err = error_line(capsys)
+    assert f"error: {linked / 'pipeline'}: --kb {tmp_path / 'other'} is another KB (version " in err
+    assert "2 entities) than the one arbo_linker links to (version" in err and "leave --kb out to match" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "out")]) == 0
+    nlp = spacy.load(tmp_path / "out")
+    assert [(e.text, e.kb_id_) for e in nlp("Acanthamoeba keratitis and pyrexia.").ents] == [("pyrexia", "MESH:D005334")]
+
+
+@pytest.mark.parametrize("action", ["add", "remove"])
+def test_kb_add_and_remove_keep_the_kb_finder_in_step(linked, tmp_path, action, capsys):
+    """The finder's names were left as they were: the linker knew "gout", the finder never found it."""
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "e2e"), "--kb", str(linked / "kb")]) == 0
+    (tmp_path / "gout.jsonl").write_text('{"concept_id": "MESH:D006073", "canonical_name": "gout"}\n')
+    change = [str(tmp_path / "gout.jsonl")] if action == "add" else ["MESH:D003371"]
+    assert main(["kb", action, str(tmp_path / "e2e"), *change, "--output", str(tmp_path / "out")]) == 0
+    names = 4 if action == "add" else 2
+    assert f"kb_mention_finder: matches the {names} names of the updated KB" in capsys.readouterr().out
+    nlp = spacy.load(tmp_path / "out")
+    found = [(e.text, e.kb_id_) for e in nlp("Gout and cough.").ents]
+    assert [text for text, _ in found] == (["Gout", "cough"] if action == "add" else [])
+    assert action == "remove" or found[0] == ("Gout", "MESH:D006073")
+
+
+def test_a_component_made_from_another_kb_is_an_error_on_load(linked, tmp_path, capsys):
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "e2e")]) == 0
+    (tmp_path / "e2e" / "kb_mention_finder" / "kb_version.json").write_text('{"kb_version": "0123456789abcdef"}')
+    assert main(["evaluate", str(tmp_path / "e2e"), str(linked / "test.spacy"), "--end-to-end"]) == 1
+    err = error_line(capsys)
+    assert err.startswith(f"error: {tmp_path / 'e2e'}: kb_mention_finder was made from another KB (version "
+                          "0123456789abcdef) than the one arbo_linker links to (version ")
+    assert "2 entities); remove it and add it again from that KB" in err
+    nlp = spacy.load(tmp_path / "e2e")  # Python users: when it first reads a text
+    with pytest.raises(ArboError, match="kb_mention_finder was made from another KB"):
+        nlp("Fever.")
+
+
+@pytest.mark.parametrize("line,message", [
+    ('threshold = "abc"', "arbo_linker: threshold takes a number or null; got 'abc'."),
+    ("top_kk = 3", "arbo_linker -> top_kk: unexpected argument: 'top_kk'"),
+])
+def test_a_bad_setting_in_a_saved_config_is_one_line_naming_the_file(linked, tmp_path, line, message, capsys):
+    shutil.copytree(linked / "pipeline", tmp_path / "pipeline")
+    config = tmp_path / "pipeline" / "config.cfg"
+    config.write_text(config.read_text().replace("\nthreshold = null", "\n" + line))
+    assert main(["evaluate", str(tmp_path / "pipeline"), str(linked / "test.spacy")]) == 1
+    assert error_line(capsys) == f"error: {config}: {message}\n"

@@ -1,7 +1,8 @@
 """What the commands share: reading corpora, writing pipelines, spaCy's --gpu-id, and bad input as one line."""
 import argparse
 import sys
-from typing import Any, Callable, List, Sequence
+import warnings
+from typing import Any, Callable, List, Optional, Sequence
 
 import spacy
 import srsly
@@ -16,7 +17,7 @@ from ..pipeline.arbo_linker import ArboLinker
 from ..util import ArboError, PathLike, atomic_path
 
 __all__ = ["add_gpu_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",
-           "read_gold_links", "reporting_errors", "require_recognizer", "torch_device", "use_gpu", "write_json",
+           "reporting_errors", "require_recognizer", "torch_device", "use_gpu", "write_json",
            "write_pipeline"]
 
 
@@ -94,28 +95,25 @@ def linker_component(nlp: Language, name: str, path: PathLike) -> ArboLinker:
     return component
 
 
-def read_gold_links(path: PathLike, vocab: Vocab) -> List[Doc]:
-    """The gold corpus a command scores or tunes on: scores over a corpus without a gold link
-    are zeros that look like results (and every setting ties), so that is an error instead."""
-    docs = read_docbin(path, vocab)
-    if not any(ent.kb_id_ for doc in docs for ent in doc.ents):
-        what = "no documents" if not docs else "no gold mentions" if not any(doc.ents for doc in docs) \
-            else "no gold mention with a kb id"
-        raise ArboError(f"{path} has {what}: nothing to score links on (convert a gold corpus with `convert`).")
-    return docs
-
-
 def reporting_errors(run: Callable[[], Any]) -> int:
     """Call `run`; a bad input (ArboError) or a file that cannot be read or written (OSError)
-    is one line on stderr and exit code 1, not a traceback. Also for the scripts in bench/."""
+    is one line on stderr and exit code 1, not a traceback, and a warning is one line on stderr.
+    Also for the scripts in bench/."""
     try:
-        run()
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            run()
     except ArboError as err:
         return _fail(str(err))
     except OSError as err:
         where = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
         return _fail(f"{where}: {err.strerror or err}" if where else str(err))
     return 0
+
+
+def _show_warning(message: Warning | str, category: type, filename: str, lineno: int, file: Any = None,
+                  line: Optional[str] = None) -> None:
+    print("warning: " + str(message).replace("\n", " "), file=sys.stderr)
 
 
 def _fail(message: str) -> int:

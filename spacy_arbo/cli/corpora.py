@@ -20,7 +20,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("source")
     cmd.add_argument("output", help="output .spacy file")
     cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
-    cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. Disease")
+    cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. SpecificDisease,DiseaseClass "
+                     "(NCBI Disease) or Disease (BC5CDR); a type no mention has is an error listing those it has")
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
     cmd.add_argument("--limit", type=non_negative_int, default=0, help="keep only the first N documents")
     cmd.set_defaults(func=convert_command)

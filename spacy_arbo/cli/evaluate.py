@@ -9,7 +9,8 @@ from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_end_to_end, eva
                           gold_id_set)
 from ..pipeline.arbo_linker import arbo_linkers
 from ..util import ArboError, atomic_path
-from ._util import add_gpu_option, read_gold_links, require_recognizer, write_json
+from ..gold_corpus import read_gold_links
+from ._util import add_gpu_option, require_recognizer, write_json
 from .settings import add_setting_arguments, configured_pipeline, set_dictionaries
 
 
@@ -41,7 +42,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     nlp = configured_pipeline(args)
-    docs = read_gold_links(args.data, nlp.vocab)
+    docs = read_gold_links(args.data, nlp)
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
         _report(evaluate_end_to_end(nlp, docs), args.output)

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..kb import readers
 from ..kb.readers import build_kb, read_kb
 from ..kb.store import open_store
-from ..pipeline.link_memory import LinkMemory
+from ..pipeline.kb_versions import follow_kb, kb_holders
 from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
 from ..util import ArboError
@@ -91,21 +91,24 @@ def kb_update_command(args: argparse.Namespace) -> None:
     pipeline is written anew (temp path, then rename), so an interrupted update leaves the old one."""
     nlp = load_pipeline(args.pipeline)
     linker = linker_component(nlp, args.component, args.pipeline)
+    others = [name for name, kb in kb_holders(nlp) if kb is not linker.kb]
+    if others:
+        raise ArboError(f"kb {args.action}: {args.pipeline}: {', '.join(others)} links to a KB of its own, which "
+                        f"this command does not change (it changes {args.component}'s); update that pipeline's "
+                        "KB where it was made, or take the component out.")
     add = list(read_kb(args.source, args.format)) if args.action == "add" else []
     with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
         update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
         if not update.size:  # a pipeline whose KB is empty does not load
             raise ArboError(f"kb remove: removing {update.removed:,} entities would leave {args.component} of "
                             f"{args.pipeline} with no entity; nothing was written.")
-        forgotten = {name: memory.forget_unknown_ids(lambda kb_id: kb_id in linker.kb)
-                     for name, memory in nlp.components if isinstance(memory, LinkMemory)} if update.removed else {}
+        changes = follow_kb(nlp, linker.kb)
         output = Path(args.output or args.pipeline)
         write_pipeline(nlp, output)  # copies an on-disk KB out of `tmp`
     print(f"{args.component}: {update.added:,} added, {update.replaced:,} replaced, {update.removed:,} removed; "
           f"{len(update.encoded):,} entities encoded of {update.size:,}. Wrote {output}")
-    for name, n_texts in forgotten.items():
-        if n_texts:
-            print(f"{name}: {n_texts:,} remembered texts were linked to removed ids, which now read NIL")
+    for change in changes:
+        print(change)
 
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:

@@ -8,12 +8,14 @@ from spacy.util import load_config
 
 from ..corpora import read_docbin
 from ..encoders.recognizer_transformer import PRECISIONS, precision_overrides
-from ..evaluation import docs_not_in, mention_finders
+from ..evaluation import docs_not_in
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
+from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
+from ..pipeline.mention_finders import mention_finders
 from ..tuning import tune_link_memory
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
@@ -34,7 +36,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                               "recognizer's, or alone), and drop those the linker links to NIL")
     cmd.add_argument("pipeline", help="the linking pipeline (with or without a recognizer)")
     cmd.add_argument("output")
-    cmd.add_argument("--kb", required=True, help="the KB directory whose names are matched (build-kb)")
+    cmd.add_argument("--kb", help="the KB directory whose names are matched (build-kb): the one the linker links "
+                     "to, which is the default; another KB is an error")
     cmd.add_argument("--mode", choices=MODES, default=None,
                      help="add: beside the recognizer's mentions (the default when there is one); "
                      "replace: the KB's names are the only mentions (the default without one)")
@@ -83,18 +86,28 @@ def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True
         raise ArboError(f"The pipeline already has a component named '{taken[0]}'.")
     for name in reversed(sourced):
         nlp.add_pipe(name, source=recognizer, first=True)
+    check_kb_versions(nlp)
     if consistency:
         nlp.add_pipe("mention_consistency", after="ner")
     use_found_mentions(nlp)
 
 
-def add_kb_finder(nlp: Language, kb: BaseEntityStore, mode: Optional[str] = None, label: str = "Disease") -> None:
-    """Put a `kb_mention_finder` over `kb`'s names after the recognizer (first without one)
-    and a `kb_mention_filter` last, so that the proposals the linker links to NIL are dropped;
-    the linkers read the mentions found instead of gold ones."""
-    if not arbo_linkers(nlp):
+def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Optional[str] = None,
+                  label: str = "Disease") -> None:
+    """Put a `kb_mention_finder` over the names of the KB the pipeline links to after the
+    recognizer (first without one) and a `kb_mention_filter` last, so that the proposals the
+    linker links to NIL are dropped; the linkers read the mentions found instead of gold ones.
+    `kb`, when given, must be that KB: the linker would link another's names to its nearest entity."""
+    linking = pipeline_kb(nlp) if arbo_linkers(nlp) else None
+    if linking is None:
         raise ArboError("The pipeline has no arbo_linker: the kb_mention_filter drops every mention no linker links, "
                         "so it would find nothing; add the finder to a linking pipeline.")
+    owner, linked_kb = linking
+    if kb is not None and kb_version(kb) != kb_version(linked_kb):
+        raise ArboError(f"--kb {kb.path or kb.source} is another KB (version {kb_version(kb)}, {len(kb):,} entities) "
+                        f"than the one {owner} links to (version {kb_version(linked_kb)}, {len(linked_kb):,} "
+                        "entities): its names would be linked to whatever entity is nearest; leave --kb out to "
+                        f"match {owner}'s KB.")
     for name in ("kb_mention_finder", "kb_mention_filter"):
         if name in nlp.pipe_names:
             raise ArboError(f"The pipeline already has a component named '{name}'.")
@@ -105,7 +118,7 @@ def add_kb_finder(nlp: Language, kb: BaseEntityStore, mode: Optional[str] = None
                         "add one first (add-ner) or use --mode replace.")
     placement = {"after": finders[-1]} if finders else {"first": True}
     finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label}, **placement)
-    finder.set_names([text for text, _ in kb.alias_pairs()])
+    finder.set_kb(linked_kb)
     nlp.add_pipe("kb_mention_filter", config={"spans_key": finder.cfg["spans_key"]}, last=True)
     use_found_mentions(nlp)
 
@@ -119,7 +132,7 @@ def use_found_mentions(nlp: Language) -> None:
 def add_kb_finder_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
     try:
-        add_kb_finder(nlp, open_store(args.kb), args.mode, args.label)
+        add_kb_finder(nlp, open_store(args.kb) if args.kb else None, args.mode, args.label)
     except ArboError as err:
         raise ArboError(f"{args.pipeline}: {err}") from None
     write_pipeline(nlp, args.output)

@@ -7,7 +7,8 @@ from ..reranker import tuning as reranker_tuning
 from ..threshold import deciding_component, tune_threshold
 from ..tuning import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
 from ..util import atomic_path
-from ._util import add_gpu_option, load_pipeline, read_gold_links, require_recognizer, write_pipeline
+from ..gold_corpus import read_gold_links
+from ._util import add_gpu_option, load_pipeline, require_recognizer, write_pipeline
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -53,7 +54,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 def tune_reranker_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
-    tuned = reranker_tuning.tune_reranker(nlp, read_gold_links(args.dev, nlp.vocab),
+    tuned = reranker_tuning.tune_reranker(nlp, read_gold_links(args.dev, nlp),
                                           args.weights or reranker_tuning.DEFAULT_WEIGHTS, args.top_n, args.max_loss)
     print(f"retriever accuracy@1: {tuned.retriever:.3f}\n| top_n | retrieval_weight | accuracy@1 | mentions/s |\n"
           f"|---:|---:|---:|---:|")
@@ -72,7 +73,7 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
-    rows, best = tune_threshold(nlp, read_gold_links(args.dev, nlp.vocab), min_gain=args.min_gain, end_to_end=args.end_to_end)
+    rows, best = tune_threshold(nlp, read_gold_links(args.dev, nlp), min_gain=args.min_gain, end_to_end=args.end_to_end)
     columns = "e2e_f | e2e_r" if args.end_to_end else "nel_micro_f | accuracy@1"
     print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | {columns} |\n|---:|---:|---:|")
     for threshold, f, acc in rows:

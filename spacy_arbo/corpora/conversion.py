@@ -85,6 +85,7 @@ def _make_doc(
     spans = []
     for mention in record.mentions:
         report.mentions += 1
+        report.mention_types[mention.type] += 1
         if types is not None and mention.type not in types:
             report.skipped_by_type += 1
             continue
@@ -148,8 +149,17 @@ def convert_corpus(
     limit: int = 0,
 ) -> Tuple[List[Doc], ConversionReport]:
     """Read a PubTator or BLINK JSONL file into gold Docs (`nlp` defaults to a blank "en");
-    `limit` keeps only the first N documents (0: all)."""
+    `limit` keeps only the first N documents (0: all). A file without documents, and `types`
+    that no mention has (NCBI Disease's are SpecificDisease, DiseaseClass, Modifier and
+    CompositeMention), are errors: either would write a corpus with nothing in it."""
     check_at_least(0, limit=limit)
     report = ConversionReport()
     docs = iter_corpus(source, report, kb=kb, nlp=nlp, types=types, fmt=fmt)
-    return list(islice(docs, limit) if limit else docs), report
+    docs = list(islice(docs, limit) if limit else docs)
+    if not docs:
+        raise ArboError(f"{source}: no documents to convert (an empty file?).")
+    missing = [t for t in types or () if t not in report.mention_types]
+    if missing:
+        present = ", ".join(f"{t} ({n:,})" for t, n in report.mention_types.most_common()) or "none"
+        raise ArboError(f"{source}: no mention has type {', '.join(missing)} (--types); its mention types: {present}.")
+    return docs, report

@@ -80,7 +80,10 @@ def read_pubtator(path: PathLike) -> Iterator[PubTatorDocument]:
                 doc.abstract, has_abstract = text, True
             continue
         fields = line.split("\t")
-        if doc is None or fields[0] != doc.pmid:
+        if doc is None:
+            raise ArboError(f"{where}: not PubTator: a document starts with a title line 'PMID|t|TITLE'; "
+                            f"got '{line[:60]}'.")
+        if fields[0] != doc.pmid:
             raise ArboError(f"{where}: annotation for PMID '{fields[0]}' outside that document.")
         if len(fields) == 4 and not fields[1].isdigit():
             continue

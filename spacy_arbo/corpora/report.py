@@ -25,7 +25,7 @@ COUNTS: Dict[str, str] = {
 class ConversionReport:
     """Every key of `COUNTS` is an attribute that starts at 0 (or at the keyword given) and
     that conversion adds to (`report.nil_mentions += 1`); `entities_by_type` counts the
-    entities set per label."""
+    entities set per label, `mention_types` the mentions read per type (kept or not)."""
 
     def __init__(self, source: str = "", **counts: int) -> None:
         unknown = sorted(set(counts) - set(COUNTS))
@@ -33,6 +33,7 @@ class ConversionReport:
             raise TypeError(f"ConversionReport has no count '{unknown[0]}'; its counts: {', '.join(COUNTS)}.")
         self.source = source
         self.entities_by_type: Counter = Counter()
+        self.mention_types: Counter = Counter()
         for name in COUNTS:
             setattr(self, name, counts.get(name, 0))
 

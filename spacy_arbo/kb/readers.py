@@ -213,6 +213,9 @@ def build_kb(path: PathLike, out_dir: PathLike, fmt: str = "auto", store: str = 
     """Read a KB source file and write its entity store to `out_dir`: `memory` (an
     `EntityStore`, loaded whole) or `disk` (a `DiskEntityStore`, streamed from the source
     into SQLite without holding every entity, and read on demand)."""
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise ArboError(f"{out_dir} is a file: a KB is written as a directory; give a new path, or a "
+                        "KB directory to replace.")
     if store == "memory":
         kb = read_kb(path, fmt)
         kb.to_disk(out_dir)

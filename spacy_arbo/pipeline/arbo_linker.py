@@ -41,6 +41,7 @@ from .knowledge_units import KnowledgeUnits
 from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
 from .link_memory import memories_after
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
+from .mention_finders import warn_without_mention_finder
 from .mention_inputs import MentionReader
 from .retriever_training import RetrieverTraining
 
@@ -241,6 +242,8 @@ class ArboLinker(ConfiguredPipe):
         settings = self.settings
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
+        if not located:
+            warn_without_mention_finder(self.nlp, self, self.name)
         memories = memories_after(self.nlp, self) if settings.linking == "independent" and settings.memory_first else []
         remembered = remembered_links([span for _, span in located], memories)
         links = [known or Link([], NIL) for known in remembered]

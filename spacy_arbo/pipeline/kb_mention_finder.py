@@ -28,9 +28,10 @@ from spacy.vocab import Vocab
 
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, check_choice
+from ..settings import check_at_least, check_choice, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
+from .kb_versions import check_kb_version, kb_version, read_version, write_version
 
 MODES = ("add", "replace")
 MARK = "mark"  # kb_name_marker's mode: the names in doc.spans only
@@ -110,14 +111,19 @@ class KBMentionFinder(Pipe):
     Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
-                 make_doc: Callable[[str], Doc]) -> None:
-        """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are."""
+                 make_doc: Callable[[str], Doc], nlp: Optional[Language] = None) -> None:
+        """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are;
+        `nlp`: the pipeline, whose KB the names must be of (`kb_versions`)."""
         check_choice("mode", mode, (*MODES, MARK))
         check_at_least(1, min_chars=min_chars)
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key}
         self.names: List[str] = []
+        self.nlp = nlp
+        # The version of the KB the names are of (None: names given by hand, or saved before
+        # versions were recorded).
+        self.kb_version: Optional[str] = None
         self._make_doc = make_doc
         self._matchers: Dict[str, PhraseMatcher] = {}
         self._known: Set[str] = set()
@@ -129,10 +135,20 @@ class KBMentionFinder(Pipe):
         if kb_loader is None:
             raise ArboError(f"{self.name}: initialize needs a kb_loader, e.g. "
                             f"[initialize.components.{self.name}.kb_loader] @misc = \"spacy_arbo.KBFromDir.v1\".")
-        self.set_names([text for text, _ in kb_loader(self.vocab).alias_pairs()])
+        self.set_kb(kb_loader(self.vocab))
+
+    def set_kb(self, kb: BaseEntityStore) -> None:
+        """Match the names of `kb` from now on."""
+        self.set_names([text for text, _ in kb.alias_pairs()])
+        self.kb_version = kb_version(kb)
+
+    def follow_kb(self, kb: BaseEntityStore) -> Optional[str]:
+        self.set_kb(kb)
+        return f"matches the {len(self.names):,} names of the updated KB"
 
     def set_names(self, names: Iterable[str]) -> None:
-        """Match these names (and their variants) from now on."""
+        """Match these names (and their variants) from now on; they are of no known KB."""
+        self.kb_version = None
         self.names = sorted({" ".join(n.split()) for n in names if n and n.strip()})
         if not self.names:
             raise ArboError(f"{self.name}: the KB has no names to match.")
@@ -167,6 +183,7 @@ class KBMentionFinder(Pipe):
     def __call__(self, doc: Doc) -> Doc:
         if not self._matchers:
             raise ArboError(f"{self.name} has no KB names: initialize it with a kb_loader or call set_names.")
+        check_kb_version(self.name, self, self.nlp)
         found = [Span(doc, start, end, label=self.cfg["label"])
                  for matcher in self._matchers.values() for _, start, end in matcher(doc)]
         found += self._defined_short_forms(doc)
@@ -198,20 +215,26 @@ class KBMentionFinder(Pipe):
     # Serialization: the names; the matchers are rebuilt from them ------------------------
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names})
+        return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names, "kb_version": self.kb_version})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
-        return self._load(srsly.msgpack_loads(bytes_data), f"{self.name}'s bytes")
+        data = srsly.msgpack_loads(bytes_data)
+        self._load(data, f"{self.name}'s bytes")
+        self.kb_version = data.get("kb_version")
+        return self
 
     def to_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> None:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         with atomic_path(path / NAMES_FILE) as tmp:
             srsly.write_json(tmp, {"cfg": self.cfg, "names": self.names})
+        write_version(path, self.kb_version)
 
     def from_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
         file = Path(path) / NAMES_FILE
-        return self._load(read_json(file), str(file))
+        self._load(read_json(file), str(file))
+        self.kb_version = read_version(Path(path))
+        return self
 
     def _load(self, data: Any, origin: str) -> "KBMentionFinder":
         try:
@@ -239,19 +262,21 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
 
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
                   default_config={"label": "Disease", "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
-def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: str, min_chars: int,
+@config_checked
+def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_chars: Any,
                            spans_key: str) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
-                           make_doc=nlp.make_doc)
+                           make_doc=nlp.make_doc, nlp=nlp)
 
 
 @Language.factory("kb_name_marker", assigns=["doc.spans"], default_config={"min_chars": 3, "spans_key": "kb_names"})
-def make_kb_name_marker(nlp: Language, name: str, min_chars: int, spans_key: str) -> KBMentionFinder:
+@config_checked
+def make_kb_name_marker(nlp: Language, name: str, min_chars: Any, spans_key: str) -> KBMentionFinder:
     """The spans that read as KB names, in `doc.spans[spans_key]` only, for a recognizer that
     reads them as features (`spacy_arbo.SpanMarks.v1`); it finds no mentions itself."""
     return KBMentionFinder(nlp.vocab, name, label="", mode=MARK, min_chars=min_chars, spans_key=spans_key,
-                           make_doc=nlp.make_doc)
+                           make_doc=nlp.make_doc, nlp=nlp)
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],

@@ -11,7 +11,7 @@ and, with `fold_plurals`, plural endings."""
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import srsly
 from spacy.language import Language
@@ -22,8 +22,10 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
 from ..kb.entities import NIL, split_ids
-from ..settings import check_at_least
+from ..kb.store import BaseEntityStore
+from ..settings import check_at_least, config_checked
 from ..util import ArboError, atomic_path, read_json
+from .kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
 from .links import write_kb_id
 
 MEMORY_FILE = "memory.json"
@@ -63,19 +65,24 @@ def check_memory_settings(min_count: int, min_share: float, fold: bool) -> None:
     assigns=["token.ent_kb_id", "span._.kb_ents"],
     default_config={"min_count": 1, "min_share": 0.8, "fold_plurals": False},
 )
-def make_link_memory(nlp: Language, name: str, min_count: int, min_share: float, fold_plurals: bool) -> "LinkMemory":
-    return LinkMemory(nlp.vocab, name, min_count=min_count, min_share=min_share, fold_plurals=fold_plurals)
+@config_checked
+def make_link_memory(nlp: Language, name: str, min_count: Any, min_share: Any, fold_plurals: Any) -> "LinkMemory":
+    return LinkMemory(nlp.vocab, name, min_count=min_count, min_share=min_share, fold_plurals=fold_plurals, nlp=nlp)
 
 
 class LinkMemory(Pipe):
     """Counts, per normalised mention text, the ids the gold annotates. `initialize` reads
-    the training examples' gold mentions (what `spacy train` passes), `add` any gold docs."""
+    the training examples' gold mentions (what `spacy train` passes), `add` any gold docs.
+    `kb_version` is that of the KB its ids were checked against (`kb_versions`): the KB of
+    `nlp`, the pipeline it is in, when it was initialized or added there."""
 
     def __init__(self, vocab: Vocab, name: str = "link_memory", *, min_count: int = 1, min_share: float = 0.8,
-                 fold_plurals: bool = False) -> None:
+                 fold_plurals: bool = False, nlp: Optional[Language] = None) -> None:
         check_memory_settings(min_count, min_share, fold_plurals)
         self.vocab = vocab
         self.name = name
+        self.nlp = nlp
+        self.kb_version: Optional[str] = None
         self.min_count = min_count
         self.min_share = min_share
         self.fold_plurals = fold_plurals
@@ -85,8 +92,10 @@ class LinkMemory(Pipe):
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
         examples = list(get_examples())
         validate_examples(examples, f"{self.name}.initialize")
+        self.nlp = nlp if nlp is not None else self.nlp
         self.counts = {}
         self.add(eg.reference for eg in examples)
+        self.kb_version = _version_of(self.nlp)
 
     def add(self, docs: Iterable[Doc]) -> int:
         """Count the gold links of `docs`; return how many mentions were counted."""
@@ -114,6 +123,11 @@ class LinkMemory(Pipe):
         self._links = None
         return changed
 
+    def follow_kb(self, kb: BaseEntityStore) -> Optional[str]:
+        changed = self.forget_unknown_ids(lambda kb_id: kb_id in kb)
+        self.kb_version = kb_version(kb)
+        return f"{changed:,} remembered texts were linked to removed ids, which now read NIL" if changed else None
+
     def _lookup_key(self, key: str) -> str:
         return fold_plurals(key) if self.fold_plurals else key
 
@@ -134,21 +148,24 @@ class LinkMemory(Pipe):
         return self._links
 
     def __call__(self, doc: Doc) -> Doc:
+        check_kb_version(self.name, self, self.nlp)
         for ent in doc.ents:
             self.link(ent)
         return doc
 
     def with_settings(self, min_count: int, min_share: float, fold: bool) -> "LinkMemory":
         """The same counts under other settings."""
-        other = LinkMemory(self.vocab, self.name, min_count=min_count, min_share=min_share, fold_plurals=fold)
-        other.counts = self.counts
+        other = LinkMemory(self.vocab, self.name, min_count=min_count, min_share=min_share, fold_plurals=fold,
+                           nlp=self.nlp)
+        other.counts, other.kb_version = self.counts, self.kb_version
         return other
 
     def add_to(self, nlp: Language) -> "LinkMemory":
-        """A copy of this memory (settings and counts) as the last component of `nlp`."""
+        """A copy of this memory (settings and counts) as the last component of `nlp`, of the
+        KB `nlp` links to."""
         config = {"min_count": self.min_count, "min_share": self.min_share, "fold_plurals": self.fold_plurals}
         added = nlp.add_pipe("link_memory", name=self.name, last=True, config=config)
-        added.counts = self.counts
+        added.counts, added.kb_version = self.counts, _version_of(nlp)
         return added
 
     def lookup(self, span: Span) -> Optional[Tuple[str, float]]:
@@ -179,10 +196,14 @@ class LinkMemory(Pipe):
         self._links = None
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
-        return srsly.msgpack_dumps(self._payload())
+        return srsly.msgpack_dumps({"counts": self._payload(), "kb_version": self.kb_version})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "LinkMemory":
-        self._load_payload(srsly.msgpack_loads(bytes_data), f"{self.name} bytes")
+        data = srsly.msgpack_loads(bytes_data)
+        if not isinstance(data, dict) or set(data) != {"counts", "kb_version"}:
+            raise ArboError(f"{self.name} bytes: expected {{counts, kb_version}}.")
+        self._load_payload(data["counts"], f"{self.name} bytes")
+        self.kb_version = data["kb_version"]
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
@@ -190,13 +211,20 @@ class LinkMemory(Pipe):
         path.mkdir(parents=True, exist_ok=True)
         with atomic_path(path / MEMORY_FILE) as tmp:
             srsly.write_json(tmp, self._payload())
+        write_version(path, self.kb_version)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "LinkMemory":
         file = Path(path) / MEMORY_FILE
         if not file.exists():
             raise ArboError(f"{file} is missing: the pipeline's {self.name} was not saved whole.")
         self._load_payload(read_json(file), str(file))
+        self.kb_version = read_version(Path(path))
         return self
+
+
+def _version_of(nlp: Optional[Language]) -> Optional[str]:
+    linking = pipeline_kb(nlp)
+    return None if linking is None else kb_version(linking[1])
 
 
 def remembered_candidates(kb_id: str, share: float) -> List[Tuple[str, float]]:

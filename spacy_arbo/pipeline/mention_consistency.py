@@ -14,13 +14,14 @@ rules, both read from the recognizer's own mentions of the doc:
 Where a new span overlaps a mention, the longer span stays (spaCy's `filter_spans`).
 """
 from collections import Counter, defaultdict
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
+from ..settings import config_checked
 from ..util import ArboError
 from .abbreviations import LongForms, short_form_spans, word_occurrences
 
@@ -72,6 +73,7 @@ class MentionConsistency:
 
 @Language.factory("mention_consistency", requires=["doc.ents"], assigns=["doc.ents"],
                   default_config={"min_share": 0.35, "short_forms": True})
-def make_mention_consistency(nlp: Language, name: str, min_share: float, short_forms: bool) -> MentionConsistency:
+@config_checked
+def make_mention_consistency(nlp: Language, name: str, min_share: Any, short_forms: bool) -> MentionConsistency:
     """Put right after the recognizer (`add-ner` does)."""
     return MentionConsistency(nlp.vocab, name, min_share=min_share, short_forms=short_forms)

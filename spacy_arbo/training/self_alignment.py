@@ -99,7 +99,8 @@ def self_align(tower: Tower, kb: BaseEntityStore, settings: AlignmentSettings = 
     """Align `tower` in place on `kb`'s synonyms and leave it with the best pass's weights
     (the latest when nothing is held out). `held_out` (default: drawn as `settings` say)
     is hidden from training and chooses the pass. A KB without two names for any entity
-    has nothing to align: the tower is left as it was, and the result says so."""
+    has nothing to align: the tower is left as it was, and the result says so, as it does when
+    no pass finds more held-out names than the untrained encoder (a small KB's few names tie)."""
     held_out = hold_out_names(kb, settings.held_out, settings.seed) if held_out is None else held_out
     result = AlignmentResult(settings, held_out)
     rng = np.random.default_rng(settings.seed)
@@ -131,7 +132,21 @@ def self_align(tower: Tower, kb: BaseEntityStore, settings: AlignmentSettings = 
     if best_state is not None and result.best_pass != settings.epochs:
         tower.load_state_dict(best_state)
         tower.set_precision(tower.precision)
+    result.note = result.note or _tie_note(result)
     return result
+
+
+def _tie_note(result: AlignmentResult) -> str:
+    """What to say when no pass found more held-out names than the untrained encoder: a few
+    held-out names (a small KB) tie on every pass, and the untrained encoder is what is kept."""
+    first, trained = result.curve[0], result.curve[1:]
+    if result.best_pass or not trained or first.held_out_recall is None:
+        return ""
+    tied = all(point.held_out_recall == first.held_out_recall for point in trained)
+    return (f"No pass found more of the {len(result.held_out):,} held-out names than the untrained encoder "
+            f"(recall@1 {first.held_out_recall:.4f}{' on every pass' if tied else ''}): the untrained encoder is "
+            "kept. Too few names to choose by: hold out more (--held-out) on a larger KB, or none (--held-out 0) "
+            "to keep the last pass.")
 
 
 def _record(result: AlignmentResult, names: KBNames, vectors: Optional[np.ndarray], pass_: int, pairs: int,

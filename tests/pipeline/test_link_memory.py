@@ -5,6 +5,7 @@ import spacy
 from spacy.training import Example
 
 from spacy_arbo.kb.entities import NIL
+from spacy_arbo.pipeline.kb_versions import kb_version
 from spacy_arbo.pipeline.link_memory import LinkMemory, fold_plurals, memory_key, unknown_ids
 from spacy_arbo.tuning import tune_link_memory
 from spacy_arbo.util import ArboError
@@ -175,3 +176,20 @@ def test_real_ncbi_memory_of_train_links_test_mentions(data_dir, tmp_path):
               if memory_key(g.text) in memory.links]
     assert len(memory.links) == 592
     assert (len(linked), sum(g == p for g, p in linked)) == (509, 508)
+
+
+def test_the_memory_records_the_kb_it_was_added_to_and_keeps_it(tmp_path, toy_kb_dir, toy_kb):
+    """`kb_versions`: a memory of another KB's ids links to entities the pipeline lacks."""
+    nlp = make_nlp(toy_kb_dir)
+    memory = LinkMemory(nlp.vocab)
+    memory.add(train_docs(nlp))
+    added = memory.add_to(nlp)
+    assert added.kb_version == kb_version(toy_kb)
+    nlp.to_disk(tmp_path / "pipeline")
+    assert spacy.load(tmp_path / "pipeline").get_pipe("link_memory").kb_version == kb_version(toy_kb)
+    copied = make_nlp(toy_kb_dir)
+    copied.add_pipe("link_memory").from_bytes(added.to_bytes())
+    assert copied.get_pipe("link_memory").kb_version == kb_version(toy_kb)
+    copied.get_pipe("link_memory").kb_version = "0123456789abcdef"
+    with pytest.raises(ArboError, match=r"link_memory was made from another KB \(version 0123456789abcdef\)"):
+        copied(make_doc(copied, TEXT, MENTIONS))

@@ -242,3 +242,15 @@ def test_corpus_long_forms_read_text_only(toy_docs):
     unlabelled = [nlp.make_doc(doc.text) for doc in toy_docs]
     forms = corpus_long_forms(toy_docs, LongForms(nlp.vocab))
     assert forms == corpus_long_forms(unlabelled, LongForms(nlp.vocab)) == {"WD": "Wilson disease"}
+
+
+def test_held_out_names_that_tie_on_every_pass_say_the_untrained_encoder_is_kept(tiny_tower):
+    """On a small KB the few held-out names tie on every pass, and pass 0 was kept in silence."""
+    kb = EntityStore([Entity("D1", "fever", ("fevers",)), Entity("D2", "cough", ("coughs",))])
+    held = HeldOutNames((("fevers", 0),))
+    result = self_align(tiny_tower, kb, AlignmentSettings(epochs=2, batch_size=2), held_out=held, progress=False)
+    assert [p.held_out_recall for p in result.curve] == [0.0, 0.0, 0.0] and result.best_pass == 0
+    assert result.note == ("No pass found more of the 1 held-out names than the untrained encoder (recall@1 0.0000 "
+                           "on every pass): the untrained encoder is kept. Too few names to choose by: hold out more "
+                           "(--held-out) on a larger KB, or none (--held-out 0) to keep the last pass.")
+    assert self_align(tiny_tower, kb, AlignmentSettings(epochs=1, batch_size=2, held_out=0.0), progress=False).note == ""

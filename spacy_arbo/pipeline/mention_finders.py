@@ -1,0 +1,28 @@
+"""Which components of a pipeline find mentions. A linker reads `doc.ents`: in a pipeline
+where nothing sets them (`add_pipe("arbo_linker")` alone, `spacy apply` on a linker-only
+pipeline) every text comes back with no entity and no sign why, so the linker warns."""
+import warnings
+from typing import List, Optional
+
+from spacy.language import Language
+
+from ..util import ArboWarning
+
+
+def mention_finders(nlp: Language) -> List[str]:
+    """The components that find mentions: they set `doc.ents` without requiring them (a filter
+    of mentions found earlier, such as `kb_mention_filter`, requires them)."""
+    return [name for name in nlp.pipe_names
+            if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
+
+
+def warn_without_mention_finder(nlp: Optional[Language], component: object, name: str) -> None:
+    """Warn (`ArboWarning`) that `component` of `nlp`, which got docs without mentions, has no
+    component before it that finds any."""
+    if nlp is None or not any(proc is component for _, proc in nlp.pipeline):
+        return
+    before = nlp.pipe_names[:[proc for _, proc in nlp.pipeline].index(component)]
+    if not set(before) & set(mention_finders(nlp)):
+        warnings.warn(f"{name}: no component before it finds mentions, so it links none (doc.ents is empty); put "
+                      "a recognizer first (python -m spacy_arbo add-ner, or add-kb-finder for the KB's names), or "
+                      "give it docs whose doc.ents are set.", ArboWarning, stacklevel=3)
