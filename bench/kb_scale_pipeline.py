@@ -49,12 +49,14 @@ def build(n: int, root: Path) -> Dict[str, Any]:
 
     from spacy_arbo.kb.disk_store import DiskEntityStore
     from spacy_arbo.kb.store import EntityStore
+    from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS
 
     began = time.perf_counter()
     DiskEntityStore.write(entities(n), root / "kb", source="synthetic")
     store_s = time.perf_counter() - began
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={
+        **EARLIER_DEFAULTS,  # the dense linker the recorded runs measured
         "model": {"@architectures": "spacy_arbo.DualEncoder.v1",
                   "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "embed_dim": 64,
                                     "out_dim": 64, "seed": 0}},

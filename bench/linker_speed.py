@@ -20,6 +20,7 @@ from spacy.training import Example
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.pipeline.gold_ents import strip_links
 from spacy_arbo.kb.readers import read_kb
+from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS  # the linker these systems vary
 from spacy_arbo.scoring import mention_outcomes, recall_at_k
 
 SYSTEMS = {
@@ -56,7 +57,7 @@ def main() -> None:
     rows = []
     for name in args.systems:
         nlp = spacy.blank("en")
-        linker = nlp.add_pipe("arbo_linker", config={"batch_size": args.batch_size, **SYSTEMS[name]})
+        linker = nlp.add_pipe("arbo_linker", config={"batch_size": args.batch_size, **EARLIER_DEFAULTS, **SYSTEMS[name]})
         linker.set_kb(kb)
         started = time.perf_counter()
         nlp.initialize()

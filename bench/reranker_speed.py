@@ -37,6 +37,7 @@ from spacy_arbo.pipeline.gold_ents import strip_links
 from spacy_arbo.kb.readers import read_kb
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.pipeline.arbo_linker import arbo_linkers
+from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS
 from spacy_arbo.reranker.packing import MODES
 from spacy_arbo.scoring import accuracy, mention_outcomes
 
@@ -48,7 +49,7 @@ HASHED_DUAL_ENCODER = {
 
 def tfidf_retriever(kb: EntityStore, top_n: int) -> Language:
     nlp = spacy.blank("en")
-    linker = nlp.add_pipe("arbo_linker", config={"candidate_source": "tfidf", "top_k": top_n,
+    linker = nlp.add_pipe("arbo_linker", config={**EARLIER_DEFAULTS, "candidate_source": "tfidf", "top_k": top_n,
                                                  "model": HASHED_DUAL_ENCODER})
     linker.set_kb(kb)
     nlp.initialize()

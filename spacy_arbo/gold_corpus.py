@@ -43,12 +43,12 @@ class GoldIdAgreement:
 
 
 def gold_id_agreement(docs: Iterable[Doc], kb: BaseEntityStore) -> GoldIdAgreement:
-    """The distinct parts of the gold ids of `docs` (NIL aside) that `kb` holds."""
+    """The distinct parts of the gold ids of `docs` (NIL aside) that `kb` resolves."""
     known, unknown, unknown_mentions = set(), set(), 0
     for doc in docs:
         for ent in doc.ents:
             parts = [part for part in split_ids(ent.kb_id_) if part != NIL]
-            missing = {part for part in parts if part not in kb}
+            missing = {part for part in parts if kb.resolve(part) is None}  # alt ids count, as in training
             known.update(set(parts) - missing)
             unknown.update(missing)
             unknown_mentions += bool(missing)

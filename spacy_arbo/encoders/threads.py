@@ -28,12 +28,18 @@ def usable_cores() -> int:
 
 def cores_busy_elsewhere(seconds: float = SAMPLE_SECONDS) -> float:
     """How many cores other processes kept busy during a sample of `seconds` (this process sleeps)."""
-    own, started, before = psutil.Process(), time.perf_counter(), psutil.cpu_times()
+    own, started, before = psutil.Process(), time.perf_counter(), _busy_seconds()
     own_before = sum(own.cpu_times()[:2])
     time.sleep(seconds)
-    after, own_after, elapsed = psutil.cpu_times(), sum(own.cpu_times()[:2]), time.perf_counter() - started
-    busy = sum(getattr(after, f, 0.0) - getattr(before, f, 0.0) for f in BUSY_FIELDS) - (own_after - own_before)
-    return max(0.0, busy / elapsed)
+    after, own_after, elapsed = _busy_seconds(), sum(own.cpu_times()[:2]), time.perf_counter() - started
+    return max(0.0, (after - before - (own_after - own_before)) / elapsed)
+
+
+def _busy_seconds() -> float:
+    """Work time so far of the cores this process may use (not of every core of the host)."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return sum(getattr(times, f, 0.0) for i, times in enumerate(psutil.cpu_times(percpu=True))
+               if cores is None or i in cores for f in BUSY_FIELDS)
 
 
 def free_threads(limit: int) -> int:

@@ -10,6 +10,8 @@ from typing import Any, Dict
 
 from thinc.api import Config
 
+from .linker_settings import LinkerSettings
+
 # Each setting whose default changed, with the default it had before.
 EARLIER_DEFAULTS: Dict[str, Any] = {
     "candidate_source": "dense",
@@ -20,13 +22,17 @@ EARLIER_DEFAULTS: Dict[str, Any] = {
 }
 
 
-def settings_saved_without(component_dir: Path, name: str) -> Dict[str, Any]:
+def settings_saved_without(component_dir: Path, name: str, current: Any) -> Dict[str, Any]:
     """The earlier defaults of the settings missing from component `name`'s block of the
-    config.cfg beside `component_dir` (none when there is no such file or block)."""
+    config.cfg beside `component_dir` (none when there is no such file or block), except those
+    `current` (the settings the component was made with) no longer holds at today's default: a
+    value given at load time (`spacy.load(path, config=...)`) wins."""
     config_file = Path(component_dir).parent / "config.cfg"
     if not config_file.is_file():
         return {}
     block = Config().from_disk(config_file, interpolate=False).get("components", {}).get(name)
     if not isinstance(block, dict):
         return {}
-    return {key: value for key, value in EARLIER_DEFAULTS.items() if key not in block}
+    today = LinkerSettings()
+    return {key: value for key, value in EARLIER_DEFAULTS.items()
+            if key not in block and getattr(current, key) == getattr(today, key)}

@@ -16,13 +16,15 @@ def mention_finders(nlp: Language) -> List[str]:
             if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
 
 
-def warn_without_mention_finder(nlp: Optional[Language], component: object, name: str) -> None:
+def warn_without_mention_finder(nlp: Optional[Language], component: object, name: str) -> bool:
     """Warn (`ArboWarning`) that `component` of `nlp`, which got docs without mentions, has no
-    component before it that finds any."""
+    component before it that finds any; whether it warned."""
     if nlp is None or not any(proc is component for _, proc in nlp.pipeline):
-        return
+        return False
     before = nlp.pipe_names[:[proc for _, proc in nlp.pipeline].index(component)]
-    if not set(before) & set(mention_finders(nlp)):
-        warnings.warn(f"{name}: no component before it finds mentions, so it links none (doc.ents is empty); put "
-                      "a recognizer first (python -m spacy_arbo add-ner, or add-kb-finder for the KB's names), or "
-                      "give it docs whose doc.ents are set.", ArboWarning, stacklevel=3)
+    if set(before) & set(mention_finders(nlp)):
+        return False
+    warnings.warn(f"{name}: no component before it finds mentions, so it links none (doc.ents is empty); put "
+                  "a recognizer first (python -m spacy_arbo add-ner, or add-kb-finder for the KB's names), or "
+                  "give it docs whose doc.ents are set.", ArboWarning, stacklevel=3)
+    return True

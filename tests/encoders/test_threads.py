@@ -16,10 +16,14 @@ def test_threads_leave_the_cores_other_processes_use(monkeypatch):
 
 def test_threads_are_restored_after_the_block(monkeypatch):
     before = torch.get_num_threads()
+    torch.set_num_threads(2)
     monkeypatch.setattr(threads, "free_threads", lambda limit: 1)
-    with threads.threads_beside_other_work() as chosen:
-        assert chosen == 1 and torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
+    try:
+        with threads.threads_beside_other_work() as chosen:
+            assert chosen == 1 and torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_a_sample_measures_this_machine():

@@ -66,6 +66,10 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     loaded.to_disk(tmp_path / "again")
     block = Config().from_disk(tmp_path / "again" / "config.cfg", interpolate=False)["components"]["arbo_linker"]
     assert {k: block[k] for k in DENSE_LINKER} == DENSE_LINKER and block["top_k"] == 4
+    # A setting given at load time wins over the earlier default.
+    given = spacy.load(tmp_path / "saved", config={"components": {"arbo_linker": {"kb_names_first": True}}})
+    assert given.get_pipe("arbo_linker").settings.kb_names_first is True
+    assert given.get_pipe("arbo_linker").settings.index_aliases is False
     doc = make_doc(nlp, "Fever and coughing were reported.", [("Fever", ""), ("coughing", "")], with_ids=False)
     first, second = nlp(doc.copy()), loaded(doc.copy())
     assert [e._.kb_candidates for e in first.ents] == [e._.kb_candidates for e in second.ents]
@@ -73,9 +77,9 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
 
 def test_a_component_folder_without_a_config_beside_it_keeps_what_it_is_given(tmp_path):
     (tmp_path / "arbo_linker").mkdir()
-    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker") == {}
+    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker", LinkerSettings()) == {}
     (tmp_path / "config.cfg").write_text("[components]\n\n[components.other]\nfactory = \"ner\"\n")
-    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker") == {}
+    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker", LinkerSettings()) == {}
 
 
 def test_repeated_mentions_are_searched_once(toy_kb_dir, monkeypatch):
