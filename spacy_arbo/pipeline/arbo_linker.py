@@ -33,7 +33,6 @@ from ..util import ArboError, PathLike
 from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
-from .earlier_defaults import settings_saved_without
 from .encoding import LinkerEncoder
 from .exact_names import ExactNames
 from .gold_ents import with_gold_mentions
@@ -41,7 +40,7 @@ from .knowledge_units import KnowledgeUnits
 from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
 from .link_memory import memories_after
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
-from .mention_finders import warn_without_mention_finder
+from .mention_finders import NoMentionFinderWarning
 from .mention_inputs import MentionReader
 from .retriever_training import RetrieverTraining
 
@@ -96,7 +95,7 @@ class ArboLinker(ConfiguredPipe):
         self.training = RetrieverTraining(objective, settings.seed)
         self.exact_names = ExactNames()
         self.retriever: Optional[EntityRetriever] = None
-        self._warned_of_no_mentions = False
+        self.no_mention_finder = NoMentionFinderWarning()
 
     def _current_settings(self) -> LinkerSettings:
         return self.settings
@@ -226,28 +225,17 @@ class ArboLinker(ConfiguredPipe):
         return [ent for ent in doc.ents if ent.label_ not in discard and (self.settings.overwrite or not ent.kb_id_)]
 
     def candidates_for(self, mentions: Sequence[MentionInput], vectors: Optional[np.ndarray] = None) -> List[Candidates]:
-        """Each mention's candidates; a mention read twice (same text, context and long form) is
-        searched once. `vectors`, when given, are the mentions' own, row for row."""
         retriever = self.require_retriever()
-        first: Dict[MentionInput, int] = {}
-        for i, mention in enumerate(mentions):
-            first.setdefault(mention, i)
-        distinct = list(first)
         if self.settings.uses_dense:
             self.ensure_fresh()
-            vectors = self.encoder.encode_mentions(distinct) if vectors is None else vectors[list(first.values())]
-        found = dict(zip(distinct, retriever.candidates(vectors, [m.mention for m in distinct])))
-        return [list(found[m]) for m in mentions]
+            vectors = self.encoder.encode_mentions(mentions) if vectors is None else vectors
+        return retriever.candidates(vectors, [m.mention for m in mentions])
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Link]]:
         settings = self.settings
-        docs = list(docs)
+        docs = self.no_mention_finder.check(self.nlp, self, self.name, docs)
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
-        if docs and not self._warned_of_no_mentions and not any(doc.ents for doc in docs):
-            # Once: `spacy train` of a linker-only pipeline pipes bare dev docs before its
-            # scorer puts the gold mentions on them.
-            self._warned_of_no_mentions = warn_without_mention_finder(self.nlp, self, self.name)
         memories = memories_after(self.nlp, self) if settings.linking == "independent" and settings.memory_first else []
         remembered = remembered_links([span for _, span in located], memories)
         links = [known or Link([], NIL) for known in remembered]
@@ -334,33 +322,14 @@ class ArboLinker(ConfiguredPipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         linker_files.from_bytes(self, bytes_data, exclude)
-        self._after_load()
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
         linker_files.to_disk(self, Path(path), exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
-        path = Path(path)
-        earlier = settings_saved_without(path, self.name, self.settings)
-        if earlier:
-            self.configure(**earlier)
-        if self._load_legacy_settings(path):
-            linker_files.from_legacy_disk(self, path)
-        else:
-            linker_files.from_disk(self, path, exclude)
-        self._after_load()
+        linker_files.from_disk(self, Path(path), exclude)
         return self
-
-    def _after_load(self) -> None:
-        """Vectors saved from other weights or entity texts are re-encoded on first use."""
-        self.encoder.weights_changed()
-        if self.retriever is None:  # the KB was excluded
-            return
-        self.read_mentions.check_knowledge_units()
-        if self.retriever.dense is not None and not self.index_is_current():
-            logger.info("%s: the saved entity index does not match the settings or weights; it is "
-                        "re-encoded on first use.", self.name)
 
 
 def arbo_linkers(nlp: Language) -> List[ArboLinker]:

@@ -143,6 +143,10 @@ class KBMentionFinder(Pipe):
         self.kb_version = kb_version(kb)
 
     def follow_kb(self, kb: BaseEntityStore) -> Optional[str]:
+        """After `kb add` / `kb remove`: match the updated KB's names; names given by hand
+        (`set_names`, of no known KB) are kept as they are."""
+        if self.kb_version is None:
+            return f"keeps the {len(self.names):,} names it was given (of no KB)"
         self.set_kb(kb)
         return f"matches the {len(self.names):,} names of the updated KB"
 

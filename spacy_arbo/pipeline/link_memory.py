@@ -200,10 +200,11 @@ class LinkMemory(Pipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "LinkMemory":
         data = srsly.msgpack_loads(bytes_data)
-        if not isinstance(data, dict) or set(data) != {"counts", "kb_version"}:
-            raise ArboError(f"{self.name} bytes: expected {{counts, kb_version}}.")
-        self._load_payload(data["counts"], f"{self.name} bytes")
-        self.kb_version = data["kb_version"]
+        if isinstance(data, dict) and set(data) == {"counts", "kb_version"}:
+            counts, self.kb_version = data["counts"], data["kb_version"]
+        else:  # bytes written before memories recorded their KB: the counts alone, of no known KB
+            counts, self.kb_version = data, None
+        self._load_payload(counts, f"{self.name} bytes")
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:

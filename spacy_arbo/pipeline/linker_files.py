@@ -15,6 +15,7 @@ from ..kb.store import EntityStore, open_store
 from ..torch_model import is_built
 from ..training.mentions import TrainingMentions
 from ..util import ArboError
+from .earlier_defaults import settings_saved_without
 
 logger = logging.getLogger("spacy_arbo")
 # What the weights file holds for weights never built (a TF-IDF linker's encoder), so that a
@@ -64,6 +65,7 @@ def from_bytes(linker: Any, data: bytes, exclude: Iterable[str]) -> None:
         "long_forms": linker.read_mentions.load_long_forms_bytes,
     }
     util.from_bytes(data, deserializers, exclude)
+    _after_load(linker)
 
 
 def to_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
@@ -81,6 +83,27 @@ def to_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
 
 
 def from_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
+    """A saved linker, with the settings of the config it was saved with (`earlier_defaults`)."""
+    linker.configure(**settings_saved_without(path, linker.name, linker.settings))
+    if linker._load_legacy_settings(path):
+        from_legacy_disk(linker, path)
+    else:
+        _from_current_disk(linker, path, exclude)
+    _after_load(linker)
+
+
+def _after_load(linker: Any) -> None:
+    """Vectors saved from other weights or entity texts are re-encoded on first use."""
+    linker.encoder.weights_changed()
+    if linker.retriever is None:  # the KB was excluded
+        return
+    linker.read_mentions.check_knowledge_units()
+    if linker.retriever.dense is not None and not linker.index_is_current():
+        logger.info("%s: the saved entity index does not match the settings or weights; it is "
+                    "re-encoded on first use.", linker.name)
+
+
+def _from_current_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
     deserializers = {
         "model": lambda p: _load_model(linker, p),
         "kb": lambda p: linker.set_kb(open_store(p)),

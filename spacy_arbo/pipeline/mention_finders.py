@@ -2,7 +2,9 @@
 where nothing sets them (`add_pipe("arbo_linker")` alone, `spacy apply` on a linker-only
 pipeline) every text comes back with no entity and no sign why, so the linker warns."""
 import warnings
-from typing import List, Optional
+from typing import Iterable, List, Optional
+
+from spacy.tokens import Doc
 
 from spacy.language import Language
 
@@ -28,3 +30,19 @@ def warn_without_mention_finder(nlp: Optional[Language], component: object, name
                   "a recognizer first (python -m spacy_arbo add-ner, or add-kb-finder for the KB's names), or "
                   "give it docs whose doc.ents are set.", ArboWarning, stacklevel=3)
     return True
+
+
+class NoMentionFinderWarning:
+    """`warn_without_mention_finder` once per component, for a batch in which no doc has a
+    mention: `spacy train` of a linker-only pipeline pipes bare dev docs at every evaluation
+    before its scorer puts the gold mentions on them."""
+
+    def __init__(self) -> None:
+        self.warned = False
+
+    def check(self, nlp: Optional[Language], component: object, name: str, docs: Iterable[Doc]) -> List[Doc]:
+        """The docs, as a list, warned of when none has a mention."""
+        docs = list(docs)
+        if docs and not self.warned and not any(doc.ents for doc in docs):
+            self.warned = warn_without_mention_finder(nlp, component, name)
+        return docs

@@ -94,6 +94,12 @@ class RetrievalSettings:
         return hashlib.sha1(texts.encode("utf8")).hexdigest()[:8]
 
 
+def first_occurrences(vectors: Optional[np.ndarray], texts: Sequence[str]) -> List[int]:
+    """For each query, the row where the same query (text and vector) first occurs."""
+    seen: Dict[Tuple[str, bytes], int] = {}
+    return [seen.setdefault((text, b"" if vectors is None else vectors[i].tobytes()), i) for i, text in enumerate(texts)]
+
+
 class EntityRetriever:
     """Candidate generation over one KB."""
 
@@ -293,8 +299,15 @@ class EntityRetriever:
         self, mention_vectors: Optional[np.ndarray], mention_texts: Sequence[str], k: Optional[int] = None
     ) -> List[Candidates]:
         """Each mention's best `k` (default `top_k`) distinct entities, best first, from the
-        dense index, the TF-IDF alias index, or both fused by reciprocal rank."""
+        dense index, the TF-IDF alias index, or both fused by reciprocal rank. A mention given
+        twice (same text, same vector) is searched once."""
         k = self.settings.top_k if k is None else k
+        firsts = first_occurrences(mention_vectors, mention_texts)
+        rows = sorted(set(firsts))
+        if len(rows) < len(firsts):
+            found = dict(zip(rows, self.candidates(None if mention_vectors is None else mention_vectors[rows],
+                                                   [mention_texts[row] for row in rows], k)))
+            return [list(found[row]) for row in firsts]
         ranked: List[List[Candidates]] = []
         if self.settings.uses_dense:
             if self.dense is None or mention_vectors is None:

@@ -66,9 +66,9 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     loaded.to_disk(tmp_path / "again")
     block = Config().from_disk(tmp_path / "again" / "config.cfg", interpolate=False)["components"]["arbo_linker"]
     assert {k: block[k] for k in DENSE_LINKER} == DENSE_LINKER and block["top_k"] == 4
-    # A setting given at load time wins over the earlier default.
-    given = spacy.load(tmp_path / "saved", config={"components": {"arbo_linker": {"kb_names_first": True}}})
-    assert given.get_pipe("arbo_linker").settings.kb_names_first is True
+    # A setting given at load time (other than today's default, which the fill gives too) wins.
+    given = spacy.load(tmp_path / "saved", config={"components": {"arbo_linker": {"candidate_source": "tfidf"}}})
+    assert given.get_pipe("arbo_linker").settings.candidate_source == "tfidf"
     assert given.get_pipe("arbo_linker").settings.index_aliases is False
     doc = make_doc(nlp, "Fever and coughing were reported.", [("Fever", ""), ("coughing", "")], with_ids=False)
     first, second = nlp(doc.copy()), loaded(doc.copy())
@@ -86,9 +86,9 @@ def test_repeated_mentions_are_searched_once(toy_kb_dir, monkeypatch):
     nlp = make_nlp(toy_kb_dir, candidate_source="hybrid", sparse_weight=0.5)
     linker = nlp.get_pipe("arbo_linker")
     searched = []
-    original = linker.retriever.candidates
-    monkeypatch.setattr(linker.retriever, "candidates",
-                        lambda vectors, texts, k=None: searched.append(list(texts)) or original(vectors, texts, k))
+    tfidf = linker.retriever.ensure_tfidf()
+    original = tfidf.search
+    monkeypatch.setattr(tfidf, "search", lambda texts, k: searched.append(list(texts)) or original(texts, k))
     doc = make_doc(nlp, "Fever, fever and Fever again; coughing.",
                    [("Fever", ""), ("fever", ""), ("Fever", ""), ("coughing", "")], with_ids=False)
     doc = nlp(doc)

@@ -193,3 +193,17 @@ def test_the_memory_records_the_kb_it_was_added_to_and_keeps_it(tmp_path, toy_kb
     copied.get_pipe("link_memory").kb_version = "0123456789abcdef"
     with pytest.raises(ArboError, match=r"link_memory was made from another KB \(version 0123456789abcdef\)"):
         copied(make_doc(copied, TEXT, MENTIONS))
+
+
+def test_bytes_written_before_memories_recorded_their_kb_still_load(toy_kb_dir):
+    import srsly
+
+    nlp = make_nlp(toy_kb_dir)
+    memory = LinkMemory(nlp.vocab)
+    memory.add(train_docs(nlp))
+    added = memory.add_to(nlp)
+    old_bytes = srsly.msgpack_dumps(srsly.msgpack_loads(added.to_bytes())["counts"])
+    copied = make_nlp(toy_kb_dir).add_pipe("link_memory").from_bytes(old_bytes)
+    assert copied.counts == added.counts and copied.kb_version is None
+    with pytest.raises(ArboError, match="expected"):
+        make_nlp(toy_kb_dir).add_pipe("link_memory").from_bytes(srsly.msgpack_dumps([1, 2]))

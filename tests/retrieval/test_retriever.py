@@ -33,7 +33,7 @@ def one_hot_encoder(inputs):
 
 
 def test_alias_vectors_give_distinct_entities_and_the_fingerprint_names_the_texts(toy_kb):
-    names = RetrievalSettings(top_k=3)
+    names = RetrievalSettings(top_k=3, index_aliases=False)
     aliases = RetrievalSettings(top_k=3, index_aliases=True)
     retriever = EntityRetriever(toy_kb, names)
     inputs, owners = retriever.entity_texts()
@@ -54,7 +54,7 @@ def test_alias_vectors_give_distinct_entities_and_the_fingerprint_names_the_text
 
 
 def test_index_bytes_round_trip(toy_kb):
-    retriever = EntityRetriever(toy_kb, RetrievalSettings(candidate_source="hybrid", top_k=4))
+    retriever = EntityRetriever(toy_kb, RetrievalSettings(candidate_source="hybrid", top_k=4, index_aliases=False, sparse_weight=None))
     retriever.refresh(one_hot_encoder, "enc")
     retriever.ensure_tfidf()
     query = one_hot_encoder([EntityInput("fever", "")])
