@@ -66,7 +66,7 @@ def make_two_stage_nlp(tiny_bert_dir, kb_dir, model=None, **cfg):
     """The TF-IDF arbo_linker retrieves; the reranker takes its KB from it."""
     nlp = spacy.blank("en")
     nlp.add_pipe("arbo_linker", config={
-        "candidate_source": "tfidf", "top_k": 4,
+        **DENSE_LINKER, "candidate_source": "tfidf", "top_k": 4,
         "model": {"@architectures": "spacy_arbo.DualEncoder.v1",
                   "mention_tower": {"@architectures": "spacy_arbo.HashedNgramTower.v1", "n_buckets": 256,
                                     "embed_dim": 8, "out_dim": 8}},
