@@ -191,6 +191,10 @@ def test_convert_types_that_no_mention_has_is_an_error_listing_the_types(linked,
     assert f"{linked / 'corpus.txt'}: no mention has type Nope (--types); its mention types: Disease (4)." \
         in error_line(capsys)
     assert not (tmp_path / "out.spacy").exists()
+    # With --limit only the documents read are known: the message says so.
+    assert main(["convert", str(linked / "corpus.txt"), str(tmp_path / "out.spacy"), "--types", "Nope",
+                 "--limit", "1"]) == 1
+    assert "no mention in the first 1 documents (--limit) has type Nope (--types)" in error_line(capsys)
 
 
 @pytest.mark.parametrize("name,text,message", [

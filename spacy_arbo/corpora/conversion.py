@@ -161,5 +161,7 @@ def convert_corpus(
     missing = [t for t in types or () if t not in report.mention_types]
     if missing:
         present = ", ".join(f"{t} ({n:,})" for t, n in report.mention_types.most_common()) or "none"
-        raise ArboError(f"{source}: no mention has type {', '.join(missing)} (--types); its mention types: {present}.")
+        where = f" in the first {len(docs):,} documents (--limit)" if limit and len(docs) == limit else ""
+        raise ArboError(f"{source}: no mention{where} has type {', '.join(missing)} (--types); "
+                        f"its mention types{where}: {present}.")
     return docs, report

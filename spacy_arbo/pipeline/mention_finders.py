@@ -1,6 +1,7 @@
 """Which components of a pipeline find mentions. A linker reads `doc.ents`: in a pipeline
 where nothing sets them (`add_pipe("arbo_linker")` alone, `spacy apply` on a linker-only
 pipeline) every text comes back with no entity and no sign why, so the linker warns."""
+import sys
 import warnings
 from typing import Iterable, List, Optional
 
@@ -34,8 +35,8 @@ def warn_without_mention_finder(nlp: Optional[Language], component: object, name
 
 class NoMentionFinderWarning:
     """`warn_without_mention_finder` once per component, for a batch in which no doc has a
-    mention: `spacy train` of a linker-only pipeline pipes bare dev docs at every evaluation
-    before its scorer puts the gold mentions on them."""
+    mention, outside `Language.evaluate`: `spacy train` of a linker-only pipeline (and `nlp.evaluate`)
+    pipes the bare dev docs first, and the linker's scorer puts the gold mentions on them after."""
 
     def __init__(self) -> None:
         self.warned = False
@@ -43,6 +44,15 @@ class NoMentionFinderWarning:
     def check(self, nlp: Optional[Language], component: object, name: str, docs: Iterable[Doc]) -> List[Doc]:
         """The docs, as a list, warned of when none has a mention."""
         docs = list(docs)
-        if docs and not self.warned and not any(doc.ents for doc in docs):
+        if docs and not self.warned and not any(doc.ents for doc in docs) and not _inside_evaluate():
             self.warned = warn_without_mention_finder(nlp, component, name)
         return docs
+
+
+def _inside_evaluate() -> bool:
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is Language.evaluate.__code__:
+            return True
+        frame = frame.f_back
+    return False

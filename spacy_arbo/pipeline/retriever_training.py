@@ -26,9 +26,10 @@ logger = logging.getLogger("spacy_arbo")
 ReadMentions = Callable[[Sequence[Span]], List[MentionInput]]
 
 
-def check_gold_ids(unknown: Sequence[str], total: int) -> None:
+def check_trainable_ids(unknown: Sequence[str], total: int) -> None:
     """Gold ids the KB lacks train nothing: none known is an error (another KB, or ids
-    written another way), some unknown a warning, so that neither goes unnoticed."""
+    written another way), some unknown a warning, so that neither goes unnoticed. Laxer than
+    `gold_corpus.check_gold_ids` (scoring): any mention with a known id is worth training on."""
     if not unknown:
         return
     examples = ", ".join(repr(kb_id) for kb_id in sorted(set(unknown))[:3])
@@ -62,7 +63,7 @@ class RetrieverTraining:
         kb = retriever.kb
         gold = [(ent, gold_row(kb, ent.kb_id_)) for doc in docs for ent in doc.ents if ent.kb_id_ not in ("", NIL)]
         linked = [(ent, row) for ent, row in gold if row is not None]
-        check_gold_ids([ent.kb_id_ for ent, row in gold if row is None], len(gold))
+        check_trainable_ids([ent.kb_id_ for ent, row in gold if row is None], len(gold))
         # One call, so each doc's abbreviations are found once rather than once per mention.
         inputs = read([ent for ent, _ in linked])
         self.corpus = TrainingMentions.collect((ent, mention, row) for (ent, row), mention in zip(linked, inputs))

@@ -22,10 +22,24 @@ def test_a_linker_with_nothing_before_it_that_finds_mentions_warns(toy_kb_dir):
         ruled = make_nlp(toy_kb_dir)
         ruled.add_pipe("entity_ruler", first=True).add_patterns([{"label": "Disease", "pattern": "fever"}])
         assert ruled("No disease here.").ents == ()  # a recognizer that found nothing is no reason to warn
-    # Once per linker: a training run pipes bare dev docs at every evaluation.
+    # Once per linker.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert nlp("Fever and cough again.").ents == ()
+
+
+def test_evaluating_a_linker_only_pipeline_does_not_warn(toy_kb_dir):
+    """`spacy train` and `nlp.evaluate` pipe the bare docs; the scorer puts the gold mentions on them."""
+    from spacy.training import Example
+
+    nlp = make_nlp(toy_kb_dir)
+    gold = make_doc(nlp, "Fever here.", [("Fever", "MESH:D005334")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores = nlp.evaluate([Example(nlp.make_doc(gold.text), gold)])
+    assert scores["nel_micro_f"] == 1.0
+    with pytest.warns(ArboWarning, match="no component before it finds mentions"):
+        nlp("Fever and cough.")
 
 
 def test_spacy_apply_on_a_linker_only_pipeline_warns(toy_kb_dir, tmp_path):
