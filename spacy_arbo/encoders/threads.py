@@ -8,7 +8,7 @@ the machine is (a short sample of the cores' time, less this process's own) and 
 import os
 import time
 from contextlib import contextmanager
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Optional, Set, Tuple
 
 import psutil
 import torch
@@ -21,9 +21,15 @@ BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 _last: Optional[Tuple[float, float]] = None  # (when, cores busy elsewhere)
 
 
+def _affinity() -> Optional[Set[int]]:
+    """The cores this process may run on (containers and taskset narrow them); None where the
+    platform does not say."""
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+
+
 def usable_cores() -> int:
-    """The cores this process may run on (its affinity, which containers and taskset narrow)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = _affinity()
+    return len(cores) if cores is not None else (os.cpu_count() or 1)
 
 
 def cores_busy_elsewhere(seconds: float = SAMPLE_SECONDS) -> float:
@@ -37,7 +43,7 @@ def cores_busy_elsewhere(seconds: float = SAMPLE_SECONDS) -> float:
 
 def _busy_seconds() -> float:
     """Work time so far of the cores this process may use (not of every core of the host)."""
-    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    cores = _affinity()
     return sum(getattr(times, f, 0.0) for i, times in enumerate(psutil.cpu_times(percpu=True))
                if cores is None or i in cores for f in BUSY_FIELDS)
 

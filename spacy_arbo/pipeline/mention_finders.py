@@ -5,9 +5,8 @@ import sys
 import warnings
 from typing import Iterable, List, Optional
 
-from spacy.tokens import Doc
-
 from spacy.language import Language
+from spacy.tokens import Doc
 
 from ..util import ArboWarning
 
