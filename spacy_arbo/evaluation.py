@@ -12,6 +12,7 @@ from spacy.training import Example
 from confection import ConfigValidationError
 from thinc.api import Config
 
+from .confidence.metrics import confidence_metrics
 from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
@@ -114,13 +115,21 @@ def evaluate_linking(
 ) -> Dict[str, Any]:
     """Link the gold mentions of `gold_docs` (`link_gold_mentions`) and score them
     (`linking_metrics`), with the time it took."""
+    return linked_and_scored(nlp, gold_docs, seen_ids, batch_size, skip_nil_gold)[0]
+
+
+def linked_and_scored(
+    nlp: Language, gold_docs: List[Doc], seen_ids: Optional[Set[str]] = None, batch_size: int = 64,
+    skip_nil_gold: bool = False,
+) -> Tuple[Dict[str, Any], List[Doc]]:
+    """`evaluate_linking`'s metrics and the linked docs they score."""
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold_docs, batch_size)
     elapsed = time.perf_counter() - start
     metrics = linking_metrics(predicted, gold_docs, seen_ids, skip_nil_gold)
     metrics["seconds"] = elapsed
     metrics["mentions_per_second"] = metrics["n_mentions"] / elapsed if elapsed > 0 else None
-    return metrics
+    return metrics, predicted
 
 
 def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids: Optional[Set[str]] = None,
@@ -144,6 +153,9 @@ def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids
         metrics["n_unseen"] = sum(not seen(o) for o in linked)
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
     metrics.update(nil_prf(outcomes))
+    # How far the links' confidence can be trusted; a NIL is no link, so it has none.
+    metrics.update(confidence_metrics([None if o.predicted == NIL else o.confidence for o in outcomes],
+                                      [o.credited("exact") for o in outcomes]))
     clustered = [(e.kb_id_, p._.arbo_cluster) for pdoc, gdoc in zip(predicted, gold_docs)
                  for p, e in zip(pdoc.ents, gdoc.ents)
                  if p.has_extension("arbo_cluster") and p._.arbo_cluster is not None and e.kb_id_ != NIL]
@@ -191,6 +203,21 @@ def run_components(nlp: Language, names: Sequence[str], docs: Iterable[Doc], bat
     return docs
 
 
+def end_to_end_confidence(predicted: List[Doc], gold_links: Set[Tuple[int, int, int, frozenset]]) -> Dict[str, Any]:
+    """The confidence metrics of every predicted link, a recognizer's spurious mention a wrong
+    link (`e2e_confidence_ece`, `e2e_coverage_at_precision_95`, ...), and the precision of the
+    links at confidence 0.9 or more."""
+    linked = [(i, e) for i, doc in enumerate(predicted) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL]
+    confidence = [e._.kb_confidence if e.has_extension("kb_confidence") else None for _, e in linked]
+    right = [(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_))) in gold_links for i, e in linked]
+    metrics = {f"e2e_{key}": value for key, value in confidence_metrics(confidence, right).items()}
+    sure = [r for c, r in zip(confidence, right) if c is not None and c >= 0.9]
+    if metrics:
+        metrics["e2e_precision_at_confidence_90"] = sum(sure) / len(sure) if sure else None
+        metrics["e2e_share_at_confidence_90"] = len(sure) / len(linked)
+    return metrics
+
+
 def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Dict[str, Any]:
     """Run the whole pipeline on the raw texts of `gold_docs` (recognition, then linking).
 
@@ -199,6 +226,11 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
     `e2e_*`: (span, ids) pairs, a pair right only with the exact span and the exact id set;
     `e2e_any_id_*`: the same with any-id credit (the span exact, one predicted id among the gold).
     """
+    return recognized_and_scored(nlp, gold_docs, batch_size)[0]
+
+
+def recognized_and_scored(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Tuple[Dict[str, Any], List[Doc]]:
+    """`evaluate_end_to_end`'s metrics and the docs the pipeline made of the raw texts."""
     start = time.perf_counter()
     predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))
     elapsed = time.perf_counter() - start
@@ -216,16 +248,19 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
     metrics.update({"e2e_any_id_p": any_id.precision, "e2e_any_id_r": any_id.recall, "e2e_any_id_f": any_id.fscore})
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
+    metrics.update(end_to_end_confidence(predicted, gold_links))
     metrics["n_gold_mentions"] = sum(len(doc.ents) for doc in gold_docs)
     metrics["n_predicted_mentions"] = sum(len(doc.ents) for doc in predicted)
     metrics["seconds"] = elapsed
     metrics["docs_per_second"] = len(gold_docs) / elapsed if elapsed > 0 else None
-    return metrics
+    return metrics, predicted
 
 
 def format_metrics(metrics: Dict[str, Any]) -> str:
     rows = []
     for key, value in metrics.items():
+        if isinstance(value, (list, dict)):  # curves and per-type tables live in the JSON
+            continue
         if isinstance(value, float):
             rows.append(f"{key:<22}{value:>10.4f}" if value <= 1.0 else f"{key:<22}{value:>10.1f}")
         elif value is not None:

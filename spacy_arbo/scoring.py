@@ -34,6 +34,8 @@ class MentionOutcome:
     candidates: Tuple[str, ...]
     # The best candidate's score, None without candidates.
     score: Optional[float] = None
+    # `span._.kb_confidence`: the probability that the link is right, None without one.
+    confidence: Optional[float] = None
 
     @property
     def gold_is_nil(self) -> bool:
@@ -87,6 +89,7 @@ def mention_outcomes(examples: Iterable[Example], candidates_attr: str = "kb_can
                 predicted=pred.kb_id_ or NIL,
                 candidates=tuple(kb_id for kb_id, _ in candidates or ()),
                 score=candidates[0][1] if candidates else None,
+                confidence=pred._.kb_confidence if pred.has_extension("kb_confidence") else None,
             ))
     return outcomes
 

@@ -169,3 +169,23 @@ def test_interpolate_alignment_writes_each_mix_and_scores_it(tmp_path, tiny_bert
     assert figures["held_out_names"] == len(hold_out_names(open_store(toy_kb_dir), 0.5, 0)) > 0
     assert [row["alpha"] for row in figures["alphas"]] == [1, 0, 0.5]
     assert all(0.0 <= row["held_out_recall@1"] <= 1.0 for row in figures["alphas"])
+
+
+def test_confidence_calibration_scores_each_draw_and_the_dev_fit(tmp_path, toy_kb_dir):
+    from spacy.tokens import DocBin
+
+    from .conftest import TOY_TEXTS, make_doc
+    from .util import make_nlp
+
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "linker")
+    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+    result = run(BENCH / "confidence_calibration.py", ["linker", "--dev", "gold.spacy", "--eval", "gold.spacy",
+                                                       "--seeds", "0", "1", "--output", "out.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads((tmp_path / "out.json").read_text())["rows"]
+    assert [(r["calibration"], r["seed"]) for r in rows] == [("label-free", 0), ("label-free", 1),
+                                                             ("dev (gold.spacy)", None)]
+    assert all(0 <= r["gold.spacy"]["confidence_ece"] <= 1 for r in rows)
+    assert rows[0]["gold.spacy"] != rows[1]["gold.spacy"]  # another draw of names, another fit
+    assert "| label-free | 1 |" in result.stdout

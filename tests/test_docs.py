@@ -13,6 +13,7 @@ from spacy.language import Language
 
 from spacy_arbo.pipeline.arbo_linker import LinkerSettings
 from spacy_arbo.pipeline.kb_mention_finder import make_kb_mention_finder  # noqa: F401  (registers the factory)
+from spacy_arbo.pipeline.link_confidence import make_link_confidence  # noqa: F401  (registers the factory)
 from spacy_arbo.pipeline.link_memory import make_link_memory  # noqa: F401  (registers the factory)
 from spacy_arbo.pipeline.mention_consistency import make_mention_consistency  # noqa: F401  (registers the factory)
 from spacy_arbo.reranker.component import RerankerSettings
@@ -91,6 +92,7 @@ def test_table_rows_reads_names_and_escaped_pipes():
     ("link_memory.md", "link_memory", ["min_count", "min_share", "fold_plurals"]),
     ("kb_mention_finder.md", "kb_mention_finder", ["label", "mode", "min_chars", "spans_key"]),
     ("mention_consistency.md", "mention_consistency", ["min_share", "short_forms"]),
+    ("link_confidence.md", "link_confidence", ["threshold"]),
 ])
 def test_api_page_lists_every_setting_with_its_default(page, factory, names):
     """A setting added, removed or given another default without its API page fails here."""

@@ -5,9 +5,11 @@ from typing import Any, Dict, Optional
 
 from ..corpora import read_docbin
 from ..discovery import discover_entities
-from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_end_to_end, evaluate_linking, format_metrics,
-                          gold_id_set)
+from ..error_report import error_report
+from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_linking, format_metrics, gold_id_set,
+                          linked_and_scored, recognized_and_scored)
 from ..pipeline.arbo_linker import arbo_linkers
+from ..pipeline.link_confidence import pipeline_linker
 from ..util import ArboError, atomic_path
 from ..gold_corpus import read_gold_links
 from ._util import add_gpu_option, require_recognizer, write_json
@@ -20,6 +22,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("data", help=".spacy DocBin with gold kb ids")
     cmd.add_argument("--seen-from", help="training .spacy file: splits accuracy into seen / unseen entities")
     cmd.add_argument("--output", help="write the metrics as JSON here")
+    cmd.add_argument("--html", help="write a page of the results here: figures, reliability diagram, and every "
+                                    "document with its gold and predicted mentions, errors marked")
     cmd.add_argument("--end-to-end", action="store_true",
                      help="recognize the mentions too (the pipeline needs NER): NER, spaCy's nel_micro_* and end-to-end P/R/F")
     cmd.add_argument("--protocol", choices=["strict", "biosyn"], default="strict",
@@ -43,12 +47,15 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 def evaluate_command(args: argparse.Namespace) -> None:
     nlp = configured_pipeline(args)
     docs = read_gold_links(args.data, nlp)
+    seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
-        _report(evaluate_end_to_end(nlp, docs), args.output)
+        metrics, predicted = recognized_and_scored(nlp, docs)
+        _write_html(args, nlp, metrics, predicted, docs, seen)
+        _report(metrics, args.output)
         return
-    seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
-    metrics = evaluate_linking(nlp, docs, seen_ids=seen)
+    metrics, predicted = linked_and_scored(nlp, docs, seen_ids=seen)
+    _write_html(args, nlp, metrics, predicted, docs, seen)
     if args.protocol == "biosyn":
         if not args.augment_from:
             raise ArboError("--protocol biosyn augments the dictionary with the training mentions: "
@@ -60,6 +67,16 @@ def evaluate_command(args: argparse.Namespace) -> None:
         biosyn = evaluate_linking(nlp, docs, seen_ids=seen, skip_nil_gold=True)
         metrics.update({f"biosyn_{key}": biosyn.get(key) for key in BIOSYN_KEYS})
     _report(metrics, args.output)
+
+
+def _write_html(args: argparse.Namespace, nlp, metrics: Dict[str, Any], predicted, gold, seen) -> None:
+    if not args.html:
+        return
+    kb = pipeline_linker(nlp, args.pipeline).require_retriever().kb
+    page = error_report(f"{args.pipeline} on {args.data}", metrics, predicted, gold, kb, seen)
+    with atomic_path(args.html) as tmp:
+        tmp.write_text(page, encoding="utf8")
+    print(f"Wrote {args.html}")
 
 
 def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:

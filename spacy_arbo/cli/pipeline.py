@@ -95,7 +95,7 @@ def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True
 def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Optional[str] = None,
                   label: str = "Disease") -> None:
     """Put a `kb_mention_finder` over the names of the KB the pipeline links to after the
-    recognizer (first without one) and a `kb_mention_filter` last, so that the proposals the
+    recognizer (first without one) and a `kb_mention_filter` last (before a `link_confidence`), so that the proposals the
     linker links to NIL are dropped; the linkers read the mentions found instead of gold ones.
     `kb`, when given, must be that KB: the linker would link another's names to its nearest entity."""
     linking = pipeline_kb(nlp) if arbo_linkers(nlp) else None
@@ -119,7 +119,10 @@ def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Opt
     placement = {"after": finders[-1]} if finders else {"first": True}
     finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label}, **placement)
     finder.set_kb(linked_kb)
-    nlp.add_pipe("kb_mention_filter", config={"spans_key": finder.cfg["spans_key"]}, last=True)
+    # Before a link_confidence, which must stay last to see every link.
+    last = nlp.pipe_names[-1]
+    placement = {"before": last} if nlp.get_pipe_meta(last).factory == "link_confidence" else {"last": True}
+    nlp.add_pipe("kb_mention_filter", config={"spans_key": finder.cfg["spans_key"]}, **placement)
     use_found_mentions(nlp)
 
 

@@ -3,6 +3,7 @@ tune-threshold, select-pipeline."""
 import argparse
 import shutil
 
+from ..calibrate import calibrate_pipeline
 from ..reranker import tuning as reranker_tuning
 from ..threshold import deciding_component, tune_threshold
 from ..tuning import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
@@ -37,6 +38,19 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--output", help="where to write the tuned pipeline (default: in place)")
     add_gpu_option(cmd)
     cmd.set_defaults(func=tune_threshold_command)
+
+    cmd = commands.add_parser("calibrate", help="calibrate the confidence of the pipeline's links on a dev set "
+                                                "(span._.kb_confidence, from a link_confidence component at the end)")
+    cmd.add_argument("pipeline")
+    cmd.add_argument("dev", help=".spacy DocBin with gold kb ids")
+    cmd.add_argument("--end-to-end", action="store_true",
+                     help="calibrate on the mentions the pipeline's recognizer finds in the dev texts (a spurious "
+                          "mention is a wrong link), not on the gold mentions")
+    cmd.add_argument("--min-confidence", type=float,
+                     help="links below this confidence become NIL (default: none do)")
+    cmd.add_argument("--output", help="where to write the calibrated pipeline (default: in place)")
+    add_gpu_option(cmd)
+    cmd.set_defaults(func=calibrate_command)
 
     cmd = commands.add_parser("select-pipeline", help="copy the pipeline that scores best on a dev set")
     cmd.add_argument("pipelines", nargs="+", help="two or more pipelines, the cheapest first: a later one replaces "
@@ -81,6 +95,19 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     output = args.output or args.pipeline
     write_pipeline(nlp, output)
     print(f"Wrote {output} with threshold = {best}")
+
+
+def calibrate_command(args: argparse.Namespace) -> None:
+    nlp = load_pipeline(args.pipeline)
+    if args.end_to_end:
+        require_recognizer(nlp, args.pipeline)
+    fitted = calibrate_pipeline(nlp, read_gold_links(args.dev, nlp), args.end_to_end, args.min_confidence)
+    print(f"{fitted['n_links']:,} links on {args.dev}, {fitted['accuracy']:.3f} right; calibrated there: "
+          f"ECE {fitted['confidence_ece']:.3f}, {fitted['coverage_at_precision_95']:.3f} of the mentions linked at "
+          f"95% precision, {fitted['coverage_at_precision_99']:.3f} at 99%")
+    output = args.output or args.pipeline
+    write_pipeline(nlp, output)
+    print(f"Wrote {output} with {'no minimum confidence' if args.min_confidence is None else f'min confidence {args.min_confidence:g}'}")
 
 
 def select_pipeline_command(args: argparse.Namespace) -> None:

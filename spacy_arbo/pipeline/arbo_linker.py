@@ -37,6 +37,7 @@ from .encoding import LinkerEncoder
 from .exact_names import ExactNames
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
+from .link_confidence import LabelFreeConfidence
 from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
 from .link_memory import memories_after
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
@@ -53,8 +54,8 @@ WORDLESS = re.compile(r"^\W*$")
 @Language.factory(
     "arbo_linker",
     requires=["doc.ents"],
-    assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents", "span._.arbo_cluster", "span._.arbo_path",
-             "span._.arbo_parts"],
+    assigns=["token.ent_kb_id", "span._.kb_candidates", "span._.kb_ents", "span._.kb_confidence", "span._.arbo_cluster",
+             "span._.arbo_path", "span._.arbo_parts"],
     default_config={
         "model": DEFAULT_MODEL,
         "objective": {"@losses": "spacy_arbo.in_batch.v1"},
@@ -81,7 +82,7 @@ class ArboLinker(ConfiguredPipe):
 
     Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and `span._.kb_ents`
     (scispacy's shape: `[(kb_id, score), ...]`, best first, at most `max_entities_per_mention`, none
-    below `kb_ents_threshold`). A composite mention split into parts gets `ent.kb_id_` "ID1|ID2",
+    below `kb_ents_threshold`), and with `confidence` `span._.kb_confidence`. A composite mention split into parts gets `ent.kb_id_` "ID1|ID2",
     `span._.arbo_parts` (per part: text, kb_id, ranked candidates), each part's best first in `kb_ents`.
     """
 
@@ -96,6 +97,7 @@ class ArboLinker(ConfiguredPipe):
         self.exact_names = ExactNames()
         self.retriever: Optional[EntityRetriever] = None
         self.no_mention_finder = NoMentionFinderWarning()
+        self.confidence = LabelFreeConfidence()
 
     def _current_settings(self) -> LinkerSettings:
         return self.settings
@@ -187,6 +189,13 @@ class ArboLinker(ConfiguredPipe):
             self.refresh_index()
         if self.settings.uses_tfidf:
             retriever.ensure_tfidf()
+        if self.settings.confidence:
+            self.confidence.fit(self)
+
+    def confidence_key(self) -> str:
+        """What the confidence calibration depends on: the weights and the scoring settings."""
+        weights = self.encoder.fingerprint() if self.settings.uses_dense and is_built(self.model) else ""
+        return f"{weights}:{self.settings.scoring_key()}"
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
         """Keep the gold mentions of `docs`: ArboEL's graph nodes and transductive anchors."""
@@ -263,9 +272,13 @@ class ArboLinker(ConfiguredPipe):
         return [[next(remaining) for _ in spans] for spans in spans_per_doc]
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
+        linked = []
         for doc, links in zip(docs, links_per_doc):
             for span, link in zip(self._spans_to_link(doc), links):
                 write_decision(span, link, self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
+                linked.append(span)
+        if self.settings.confidence:
+            self.confidence.write(self, linked)
 
     # Training and scoring ------------------------------------------------------------
 

@@ -19,6 +19,7 @@ EARLIER_DEFAULTS: Dict[str, Any] = {
     "index_aliases": False,
     "sparse_weight": None,
     "kb_names_first": False,
+    "confidence": False,
 }
 
 

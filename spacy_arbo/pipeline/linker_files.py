@@ -14,13 +14,15 @@ from spacy import util
 from ..kb.store import EntityStore, open_store
 from ..torch_model import is_built
 from ..training.mentions import TrainingMentions
-from ..util import ArboError
+from ..util import ArboError, atomic_path
 from .earlier_defaults import settings_saved_without
 
 logger = logging.getLogger("spacy_arbo")
 # What the weights file holds for weights never built (a TF-IDF linker's encoder), so that a
 # missing file can only mean a pipeline copied without its weights.
 UNBUILT = b"spacy-arbo: weights never built\n"
+# The label-free confidence calibration (`link_confidence.LabelFreeConfidence`), msgpack.
+CONFIDENCE_FILE = "confidence"
 
 
 def _dense_index_is_saved(linker: Any) -> bool:
@@ -52,6 +54,7 @@ def to_bytes(linker: Any, exclude: Iterable[str]) -> bytes:
         "indexes": lambda: srsly.msgpack_dumps(retriever.index_bytes(include_dense=_dense_index_is_saved(linker))),
         "anchors": lambda: _current_anchors(linker).to_bytes(retriever.kb) if _keeps_anchors(linker) else b"",
         "long_forms": linker.read_mentions.long_forms_bytes,
+        "confidence": linker.confidence.to_bytes,
     }
     return util.to_bytes(serializers, exclude)
 
@@ -63,6 +66,7 @@ def from_bytes(linker: Any, data: bytes, exclude: Iterable[str]) -> None:
         "indexes": lambda b: linker.require_retriever().load_index_bytes(srsly.msgpack_loads(b)),
         "anchors": lambda b: _load_anchors(linker, TrainingMentions.from_bytes(b, linker.kb) if b else None),
         "long_forms": linker.read_mentions.load_long_forms_bytes,
+        "confidence": lambda b: linker.confidence.from_bytes(b, f"{linker.name} bytes"),
     }
     util.from_bytes(data, deserializers, exclude)
     _after_load(linker)
@@ -79,7 +83,14 @@ def to_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
         serializers["anchors"] = lambda p: _current_anchors(linker).to_disk(p, retriever.kb)
     if linker.corpus_long_forms:
         serializers["long_forms"] = linker.read_mentions.write_long_forms
+    if linker.confidence.calibration is not None:
+        serializers[CONFIDENCE_FILE] = lambda p: _write_atomically(p, linker.confidence.to_bytes())
     util.to_disk(path, serializers, exclude)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def from_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
@@ -110,6 +121,7 @@ def _from_current_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
         "indexes": lambda p: linker.require_retriever().from_disk(p),
         "anchors": lambda p: _load_anchors(linker, TrainingMentions.from_disk(p, linker.kb) if p.exists() else None),
         "long_forms": linker.read_mentions.read_long_forms,
+        CONFIDENCE_FILE: lambda p: linker.confidence.from_bytes(p.read_bytes() if p.exists() else b"", str(p)),
     }
     util.from_disk(path, deserializers, exclude)
 

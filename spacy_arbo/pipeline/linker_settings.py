@@ -1,7 +1,9 @@
 """What `arbo_linker` is configured with: its settings, and the model it gets by default."""
+import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+import srsly
 from thinc.api import Config
 
 from ..encoders.precision import PRECISIONS
@@ -11,6 +13,10 @@ from ..settings import check_at_least, check_choice
 from ..util import ArboError
 
 LINKINGS = ("independent", "clustering")
+# Settings that change no candidate's score.
+UNSCORED = {"threshold", "kb_ents_threshold", "max_entities_per_mention", "labels_discard", "overwrite",
+            "use_gold_ents", "refresh_every", "alias_pairs_per_batch", "batch_size", "use_gpu_index", "precision",
+            "confidence"}
 SCOPES = ("batch", "doc")
 # How a coordinated mention ("breast and ovarian cancer") is linked: as one mention, split
 # into its parts whenever they name different entities, or split only when the parts'
@@ -61,10 +67,16 @@ class LinkerSettings(RetrievalSettings):
     transductive: bool = False
     memory_first: bool = True
     kb_names_first: bool = True
+    # `span._.kb_confidence`, calibrated on the KB's own names (`link_confidence`).
+    confidence: bool = True
     refresh_every: int = 200
     alias_pairs_per_batch: int = 0
     precision: str = "auto"
     seed: int = 0
+
+    def scoring_key(self) -> str:
+        """The settings that change how links score (what a confidence calibration depends on)."""
+        return srsly.json_dumps({k: v for k, v in dataclasses.asdict(self).items() if k not in UNSCORED})
 
     @property
     def names_first(self) -> bool:

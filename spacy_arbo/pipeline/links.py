@@ -30,6 +30,11 @@ def write_kb_id(span: Span, kb_id: str) -> None:
         token.ent_kb_id_ = kb_id
 
 
+def read_kb_id(span: Span) -> str:
+    """The id `write_kb_id` wrote (a Span object keeps the id it was made with), NIL for none."""
+    return (span[0].ent_kb_id_ if len(span) else span.kb_id_) or NIL
+
+
 def write_link(span: Span, kb_id: str, ranked: Candidates, ents_threshold: Optional[float],
                max_entities: int) -> None:
     """`ent.kb_id_`, every ranked candidate (`kb_candidates`, what rerankers and scores

@@ -1,0 +1,113 @@
+import pytest
+import spacy
+import srsly
+
+from spacy_arbo.calibrate import calibrate_pipeline
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.util import ArboError
+
+from ..conftest import TOY_TEXTS, make_doc
+from ..util import make_nlp
+
+
+def toy_inputs(nlp):
+    return [make_doc(nlp, text, mentions, with_ids=False) for text, mentions in TOY_TEXTS]
+
+
+def confidences(docs):
+    return [(e.text, e.kb_id_, e._.kb_confidence) for doc in docs for e in doc.ents]
+
+
+def test_linker_writes_a_confidence_for_each_link(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    assert nlp.get_pipe("arbo_linker").confidence.calibration.source == "label-free"
+    found = confidences(nlp.pipe(toy_inputs(nlp)))
+    assert all(0.0 < c < 1.0 for _, _, c in found)
+    assert len({round(c, 6) for _, _, c in found}) > 2  # it tells links apart
+
+
+def test_nil_links_have_no_confidence_and_the_setting_turns_it_off(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir, threshold=2.0)
+    assert {(kb_id, c) for _, kb_id, c in confidences(nlp.pipe(toy_inputs(nlp)))} == {(NIL, None)}
+    off = make_nlp(toy_kb_dir, confidence=False)
+    assert off.get_pipe("arbo_linker").confidence.calibration is None
+    assert {c for _, _, c in confidences(off.pipe(toy_inputs(off)))} == {None}
+
+
+def test_confidence_round_trips(toy_kb_dir, tmp_path):
+    nlp = make_nlp(toy_kb_dir)
+    before = confidences(nlp.pipe(toy_inputs(nlp)))
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert confidences(loaded.pipe(toy_inputs(loaded))) == before
+    again = spacy.blank("en").from_config(nlp.config)
+    again.get_pipe("arbo_linker").from_bytes(nlp.get_pipe("arbo_linker").to_bytes())
+    assert confidences(again.pipe(toy_inputs(again))) == before
+
+
+def test_confidence_is_fitted_again_for_other_scoring_settings(toy_kb_dir):
+    nlp = make_nlp(toy_kb_dir)
+    linker = nlp.get_pipe("arbo_linker")
+    fitted_for = linker.confidence.fitted_for
+    linker.configure(threshold=0.1)  # changes no score
+    list(nlp.pipe(toy_inputs(nlp)))
+    assert linker.confidence.fitted_for == fitted_for
+    linker.configure(top_k=2)
+    list(nlp.pipe(toy_inputs(nlp)))
+    assert fitted_for != linker.confidence.fitted_for == linker.confidence_key()
+
+
+def gold(nlp):
+    return [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS]
+
+
+def test_link_confidence_is_calibrated_on_dev_and_turns_unsure_links_nil(toy_kb_dir, tmp_path):
+    nlp = make_nlp(toy_kb_dir)
+    fitted = calibrate_pipeline(nlp, gold(nlp))
+    assert nlp.pipe_names[-1] == "link_confidence"
+    assert nlp.get_pipe("link_confidence").calibration.source == "dev"
+    assert fitted["n_links"] == 8 and 0 <= fitted["confidence_ece"] <= 1
+    calibrate_pipeline(nlp, gold(nlp), threshold=1.0)
+    assert {kb_id for _, kb_id, _ in confidences(nlp.pipe(toy_inputs(nlp)))} == {NIL}
+    assert nlp.config["components"]["link_confidence"]["threshold"] == 1.0
+    calibrate_pipeline(nlp, gold(nlp))
+    plain = confidences(nlp.pipe(toy_inputs(nlp)))
+    assert NIL not in {kb_id for _, kb_id, _ in plain}
+    nlp.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")
+    assert confidences(loaded.pipe(toy_inputs(loaded))) == plain
+
+
+def test_link_confidence_must_be_last_and_calibrated(toy_kb_dir, tmp_path):
+    nlp = make_nlp(toy_kb_dir)
+    component = nlp.add_pipe("link_confidence")
+    with pytest.raises(ArboError, match="not calibrated"):
+        nlp(toy_inputs(nlp)[0])
+    component.initialize(lambda: [], nlp=nlp)
+    assert component.calibration.source == "label-free"
+    assert all(c is not None for _, _, c in confidences([nlp(toy_inputs(nlp)[0])]))
+    nlp.add_pipe("link_memory")
+    with pytest.raises(ArboError, match="not the last component"):
+        calibrate_pipeline(nlp, gold(nlp))
+
+
+def test_a_damaged_calibration_is_named(toy_kb_dir, tmp_path):
+    nlp = make_nlp(toy_kb_dir)
+    calibrate_pipeline(nlp, gold(nlp))
+    nlp.to_disk(tmp_path / "p")
+    srsly.write_msgpack(tmp_path / "p" / "link_confidence" / "calibration", {"weights": [1]})
+    with pytest.raises(ArboError, match="calibration: not a saved confidence calibration"):
+        spacy.load(tmp_path / "p")
+    (tmp_path / "p" / "arbo_linker" / "confidence").write_bytes(b"\xc1")
+    with pytest.raises(ArboError, match="confidence: not a saved confidence calibration"):
+        spacy.load(tmp_path / "p", exclude=["link_confidence"])
+
+
+def test_a_pipeline_saved_before_confidence_loads_without_it(toy_kb_dir, tmp_path):
+    nlp = make_nlp(toy_kb_dir, confidence=False)
+    nlp.to_disk(tmp_path / "p")
+    config = (tmp_path / "p" / "config.cfg").read_text(encoding="utf8")
+    (tmp_path / "p" / "config.cfg").write_text(config.replace("confidence = false\n", ""), encoding="utf8")
+    loaded = spacy.load(tmp_path / "p")
+    assert loaded.get_pipe("arbo_linker").settings.confidence is False
+    assert {c for _, _, c in confidences(loaded.pipe(toy_inputs(loaded)))} == {None}

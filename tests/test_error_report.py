@@ -1,0 +1,104 @@
+"""The evaluation page: what it marks, and that it works in a real browser (Debian's chromium,
+driven by playwright, where both are installed: `.ci/install` installs them)."""
+import re
+import shutil
+
+import pytest
+import spacy
+
+from spacy_arbo.cli import main
+from spacy_arbo.error_report import doc_mentions, error_report
+from spacy_arbo.kb.entities import NIL
+
+from .conftest import make_doc
+from .util import make_nlp
+
+TEXT = "Fever and coughing in Wilson disease, not diabetes."
+GOLD = [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371"), ("Wilson disease", "MESH:D006527"),
+        ("diabetes", "MESH:D003920")]
+# right, wrong id, NIL, (diabetes missed), spurious "not"
+PREDICTED = [("Fever", "MESH:D005334"), ("coughing", "MESH:D005334"), ("Wilson disease", NIL), ("not", "MESH:D003920")]
+
+
+def docs():
+    nlp = spacy.blank("en")
+    predicted = make_doc(nlp, TEXT, PREDICTED)
+    for ent, confidence in zip(predicted.ents, (0.97, 0.3, None, 0.6)):
+        ent._.kb_confidence = confidence
+        ent._.kb_candidates = [(ent.kb_id_, 0.9), ("MESH:D003371", 0.4)] if ent.kb_id_ != NIL else []
+    return predicted, make_doc(nlp, TEXT, GOLD)
+
+
+def test_each_mention_is_marked_by_what_happened_to_it(toy_kb):
+    predicted, gold = docs()
+    outcomes = {m.text: (m.outcome, m.confidence, m.unseen) for m in doc_mentions(predicted, gold, {"MESH:D005334"})}
+    assert outcomes == {"Fever": ("right", 0.97, False), "coughing": ("wrong", 0.3, True),
+                        "Wilson disease": ("nil", None, True), "diabetes": ("missed", None, True),
+                        "not": ("spurious", 0.6, False)}
+    page = error_report("toy", {"accuracy": 0.25, "reliability": []}, [predicted], [gold], toy_kb)
+    assert len(re.findall(r'<tr id="m0-\d+" class="(\w+)"', page)) == 5
+    assert page.count('<mark class="wrong"') == 2  # the mention and the legend
+    assert "Cough</li>" not in page and "Cough <span class=score>0.400</span>" in page  # KB names beside ids
+    assert "http" not in page.replace('href="#', "")  # nothing fetched from a network
+
+
+def test_evaluate_writes_the_page(toy_kb_dir, tmp_path):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "p")
+    from spacy.tokens import DocBin
+    predicted, gold = docs()
+    DocBin(docs=[gold], store_user_data=True).to_disk(tmp_path / "gold.spacy")
+    assert main(["evaluate", str(tmp_path / "p"), str(tmp_path / "gold.spacy"), "--html", str(tmp_path / "r.html"),
+                 "--output", str(tmp_path / "m.json")]) == 0
+    page = (tmp_path / "r.html").read_text(encoding="utf8")
+    assert page.count("<tr id=") == 4 and "reliability diagram" in page and "confidence_ece" in page
+
+
+def chromium():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None, "playwright is not installed (pip install playwright)"
+    path = shutil.which("chromium")
+    if path is None:
+        return None, "Debian's chromium is not installed (apt-get install chromium)"
+    return (sync_playwright, path), ""
+
+
+def test_the_page_works_in_headless_chromium(toy_kb, tmp_path):
+    found, reason = chromium()
+    if found is None:
+        print(f"skipped: {reason}")
+        pytest.skip(reason)
+    sync_playwright, path = found
+    predicted, gold = docs()
+    metrics = {"accuracy": 0.25, "confidence_ece": 0.1, "reliability": [{"low": 0.9, "high": 1.0, "n": 1, "accuracy": 1.0}],
+               "precision_coverage": [{"coverage": 0.25, "precision": 1.0}, {"coverage": 0.75, "precision": 0.33}]}
+    (tmp_path / "r.html").write_text(error_report("toy", metrics, [predicted, gold], [gold, gold], toy_kb,
+                                                  {"MESH:D005334"}), encoding="utf8")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        page = browser.new_page()
+        errors = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto((tmp_path / "r.html").as_uri())
+
+        def visible(selector):
+            return page.locator(selector).evaluate_all("els => els.filter(e => e.offsetParent !== null).length")
+
+        assert visible("tr[data-outcome]") == 5 + 4 and visible("section.doc") == 2
+        page.check("#errors")
+        assert visible("tr[data-outcome]") == 4 and visible("section.doc") == 1
+        page.check("#low")
+        assert visible("tr[data-outcome]") == 1  # the wrong id at 0.3 (a NIL has no confidence)
+        page.uncheck("#errors")
+        page.check("#unseen")
+        assert visible("tr[data-outcome]") == 1
+        assert "1 documents, 1 mentions shown" in page.inner_text("#shown")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert (tmp_path / "report.png").stat().st_size > 1000
