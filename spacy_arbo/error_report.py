@@ -5,7 +5,7 @@ mention's top candidates with their KB names. No network and no server: styles, 
 are inline."""
 import html
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from spacy.tokens import Doc, Span
 
@@ -114,7 +114,10 @@ def _svg_chart(points: Sequence[Any], x_label: str, y_label: str, bars: bool = F
     body = [f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" class="axis"/>',
             f'<line x1="{pad}" y1="{h - pad}" x2="{pad}" y2="{pad}" class="axis"/>',
             f'<text x="{w / 2}" y="{h - 5}" text-anchor="middle">{x_label}</text>',
-            f'<text x="10" y="{h / 2}" transform="rotate(-90 10 {h / 2})" text-anchor="middle">{y_label}</text>']
+            f'<text x="10" y="{h / 2}" transform="rotate(-90 10 {h / 2})" text-anchor="middle">{y_label}</text>',
+            f'<text x="{pad}" y="{h - pad + 12}" text-anchor="middle" class="tick">0</text>',
+            f'<text x="{w - pad}" y="{h - pad + 12}" text-anchor="middle" class="tick">1</text>',
+            f'<text x="{pad - 8}" y="{pad + 4}" text-anchor="middle" class="tick">1</text>']
     if bars:
         body.append(f'<polyline points="{at(0, 0)} {at(1, 1)}" class="diagonal"/>')
         for low, high, y in points:
@@ -135,7 +138,8 @@ mark.right{background:#c8efc8}mark.wrong{background:#f7b9b9}mark.nil{background:
 mark.missed{background:none;border:2px dashed #999}mark.spurious{background:#dccdf5}
 tr.right td:nth-child(2){color:#2a7a2a}tr.wrong td:nth-child(2){color:#b00}ol{margin:0;padding-left:1.3em}
 .axis{stroke:#333}.diagonal{stroke:#aaa;stroke-dasharray:4;fill:none}.bar{fill:#6a9fd8}.curve{stroke:#c33;fill:none;stroke-width:2}
-.hidden{display:none}.charts{display:flex;gap:2em}.score{color:#777}#shown{margin-left:1em;color:#555}
+.hidden{display:none}.charts{display:flex;gap:2em;align-items:flex-start}.tick{font-size:10px}
+h1{font-size:22px}summary{cursor:pointer;margin:0.5em 0}.score{color:#777}#shown{margin-left:1em;color:#555}
 """
 
 SCRIPT = """
@@ -167,11 +171,22 @@ apply();
 """
 
 
-def _summary(metrics: Dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{v:.4f}</td></tr>" if isinstance(v, float)
-                   else f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
-                   for k, v in metrics.items() if v is not None and not isinstance(v, (list, dict)))
+# The figures shown first; the others are one click away.
+HEADLINE = ("n_mentions", "accuracy_strict", "accuracy", "nel_micro_f", "confidence_ece", "coverage_at_precision_95",
+            "coverage_at_precision_99", "ner_f", "e2e_p", "e2e_r", "e2e_f", "e2e_confidence_ece",
+            "e2e_precision_at_confidence_90")
+
+
+def _table(metrics: Dict[str, Any], keys: Sequence[str]) -> str:
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{metrics[k]:.4f}</td></tr>" if isinstance(metrics[k], float)
+                   else f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(metrics[k]))}</td></tr>" for k in keys)
     return f'<table class="summary">{rows}</table>'
+
+
+def _summary(metrics: Dict[str, Any]) -> Tuple[str, str]:
+    """The headline figures, and all of them."""
+    shown = [k for k, v in metrics.items() if v is not None and not isinstance(v, (list, dict))]
+    return _table(metrics, [k for k in HEADLINE if k in shown]), _table(metrics, shown)
 
 
 def error_report(title: str, metrics: Dict[str, Any], predicted: Sequence[Doc], gold: Sequence[Doc],
@@ -180,12 +195,13 @@ def error_report(title: str, metrics: Dict[str, Any], predicted: Sequence[Doc], 
     prefix = "e2e_" if "e2e_confidence_ece" in metrics else ""
     bins = [(b["low"], b["high"], b["accuracy"]) for b in metrics.get(f"{prefix}reliability", []) if b["n"]]
     curve = [(p["coverage"], p["precision"]) for p in metrics.get(f"{prefix}precision_coverage", [])]
+    headline, every = _summary(metrics)
     charts = ""
     if bins:
-        charts = (f'<div class="charts"><figure>{_svg_chart(bins, "confidence", "accuracy", bars=True)}'
+        charts = (f'<figure>{_svg_chart(bins, "confidence", "accuracy", bars=True)}'
                   f'<figcaption>reliability diagram</figcaption></figure>'
                   f'<figure>{_svg_chart(curve, "coverage", "precision")}<figcaption>precision-coverage'
-                  f'</figcaption></figure></div>')
+                  f'</figcaption></figure>')
     docs = "".join(_doc_html(i, str(g.user_data.get("doc_id") or f"document {i + 1}"), g.text,
                              doc_mentions(p, g, seen_ids), kb) for i, (p, g) in enumerate(zip(predicted, gold)))
     legend = " ".join(f'<mark class="{k}">{html.escape(v)}</mark>' for k, v in OUTCOMES.items())
@@ -194,6 +210,8 @@ def error_report(title: str, metrics: Dict[str, Any], predicted: Sequence[Doc], 
                f'</label> <label><input type="checkbox" id="low"> confidence below {LOW_CONFIDENCE:g}</label>'
                '<span id="shown"></span></p>')
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{_summary(metrics)}{charts}"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f'<div class="charts">{headline}{charts}</div><details><summary>all figures</summary>{every}</details>'
+
             f"<p>{legend}</p>{filters}{docs}"
             f"<script>{SCRIPT}</script></body></html>")

@@ -47,10 +47,12 @@ class Calibration:
         return calibration
 
 
-def fit_calibration(rows: Sequence[Sequence[float]], right: Sequence[bool], source: str) -> Calibration:
+def fit_calibration(rows: Sequence[Sequence[float]], right: Sequence[bool], source: str,
+                    ignore: Sequence[str] = ()) -> Calibration:
     """Fit on link features and whether each link was right, with Platt's targets: a right link
     counts as (n_right + 1) / (n_right + 2) right, a wrong one as 1 / (n_wrong + 2), so a few
-    links, or links all right, give a confidence short of certainty."""
+    links, or links all right, give a confidence short of certainty. The features in `ignore`
+    get no weight (what the links fitted on show of them does not hold where it is applied)."""
     y = np.asarray(right, dtype=bool)
     if len(rows) != len(y):
         raise ValueError("one outcome per row of features")
@@ -59,6 +61,8 @@ def fit_calibration(rows: Sequence[Sequence[float]], right: Sequence[bool], sour
     n_right, n_wrong = int(y.sum()), int((~y).sum())
     target = np.where(y, (n_right + 1) / (n_right + 2), 1 / (n_wrong + 2))
     x = feature_matrix(rows)
+    unused = np.isin(FEATURES, list(ignore))
+    x[:, unused] = 0.0
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0

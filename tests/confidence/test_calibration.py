@@ -41,3 +41,10 @@ def test_calibration_round_trips_and_refuses_other_features():
         Calibration.from_dict({"weights": []}, "here")
     with pytest.raises(ArboError, match="no links"):
         fit_calibration([], [], "dev")
+
+
+def test_ignored_features_get_no_weight():
+    rows, right = rows_and_outcomes()
+    calibration = fit_calibration(rows, right, "label-free", ignore=["top_score"])
+    assert calibration.weights[FEATURES.index("top_score")] == 0.0
+    assert calibration.weights[FEATURES.index("margin")] > 0.5  # the score's other view carries it
