@@ -4,7 +4,7 @@ component at the end of the pipeline, which sees the links every component befor
 (reranker, link memory) and can leave the unsure ones NIL (`threshold`, a confidence)."""
 import logging
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 import srsly
 from spacy.language import Language
@@ -164,9 +164,8 @@ class LinkConfidence(Pipe):
         """A label-free calibration: the KB's names linked by the components before this one."""
         self.nlp = nlp if nlp is not None else self.nlp
         linker = pipeline_linker(self.nlp, self.name)
-        names = self.nlp.pipe_names
-        upstream = names[names.index(mention_finders(self.nlp)[-1]) + 1 if mention_finders(self.nlp) else 0:
-                         names.index(self.name)]
+        names, finders = self.nlp.pipe_names, mention_finders(self.nlp)
+        upstream = names[names.index(finders[-1]) + 1 if finders else 0:names.index(self.name)]
 
         def link(docs: List[Doc]) -> List[Doc]:
             for name in upstream:
@@ -199,8 +198,3 @@ class LinkConfidence(Pipe):
         self.calibration = Calibration.from_dict(read_msgpack(file, "a confidence calibration"), str(file)) \
             if file.exists() else None
         return self
-
-
-def calibration_summary(calibration: Calibration) -> Dict[str, Any]:
-    return {"source": calibration.source, "n_fitted": calibration.n_fitted,
-            "weights": dict(zip(calibration.features, calibration.weights))}
