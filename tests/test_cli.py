@@ -1,12 +1,10 @@
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 from thinc.util import has_gpu
 
 from spacy_arbo.cli import main, make_parser
@@ -642,30 +640,3 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
                      "--metric", metric]) == 1
         assert f"{tmp / 'empty.spacy'} has no documents: nothing to score links on" in capsys.readouterr().err
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]  # the earlier choice is kept
-
-
-@pytest.mark.parametrize("script", ["reranker_bound.py", "reranker_errors.py", "reranker_tokens.py"])
-def test_bench_scripts_report_bad_input_in_one_line(linked, script):
-    """A pipeline without a reranker is an error message, not a traceback (`reporting_errors`)."""
-    bench = Path(__file__).parent.parent / "bench" / script
-    run = subprocess.run([sys.executable, str(bench), str(linked / "pipeline"), str(linked / "test.spacy")],
-                         capture_output=True, text=True)
-    assert run.returncode == 1 and "Traceback" not in run.stderr
-    assert run.stderr == f"error: {linked / 'pipeline'} has no multi_cross_reranker.\n"
-
-
-def test_interpolate_mention_tower_bench(linked):
-    bench = Path(__file__).parent.parent / "bench" / "interpolate_mention_tower.py"
-    run = subprocess.run([sys.executable, str(bench), str(linked / "pipeline"), str(linked / "test.spacy"),
-                          "--seen-from", str(linked / "test.spacy")], capture_output=True, text=True)
-    assert run.returncode == 1 and "Traceback" not in run.stderr
-    assert "interpolation needs separate transformer towers" in run.stderr
-    spec = importlib.util.spec_from_file_location("interpolate_mention_tower", bench)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # The trained tower's extra embedding row (a marker token) stays trained.
-    trained = {"embeddings": torch.tensor([[1.0, 1.0], [1.0, 1.0], [5.0, 5.0]]), "bias": torch.tensor([2.0])}
-    pretrained = {"embeddings": torch.zeros(2, 2), "bias": torch.tensor([0.0])}
-    mixed = module.interpolated(trained, pretrained, 0.25)
-    assert mixed["embeddings"].tolist() == [[0.25, 0.25], [0.25, 0.25], [5.0, 5.0]]
-    assert mixed["bias"].tolist() == [0.5] and trained["bias"].tolist() == [2.0]
