@@ -20,7 +20,7 @@ from .test_cli import HASHED_CONFIG
     ("multi_cross_reranker", {"top_n": 0}, "multi_cross_reranker: top_n takes a positive integer; got 0."),
     ("link_memory", {"min_share": "abc"}, "link_memory: min_share takes a number in (0.5, 1]; got 'abc'."),
     ("kb_mention_finder", {"mode": "x"}, "kb_mention_finder: Unknown mode 'x'; expected one of ('add', 'replace')."),
-    ("kb_name_marker", {"min_chars": 0}, "kb_name_marker: min_chars takes a positive integer; got 0."),
+    ("kb_mention_finder", {"min_chars": 0}, "kb_mention_finder: min_chars takes a positive integer; got 0."),
     ("mention_consistency", {"min_share": 2},
      "mention_consistency: min_share takes a share of a text's occurrences in (0, 1]; got 2."),
 ])

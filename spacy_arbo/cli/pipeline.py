@@ -74,8 +74,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True) -> None:
-    """Put `recognizer`'s 'ner', and the components before it that it reads (a
-    kb_name_marker), first in `nlp`, and a `mention_consistency` after
+    """Put `recognizer`'s 'ner', and the components before it that it reads, first in `nlp`, and a `mention_consistency` after
     it unless `consistency` is off; the linking components then read the mentions found, in
     evaluation (spacy evaluate) too, instead of the gold ones."""
     if "ner" not in recognizer.pipe_names:
