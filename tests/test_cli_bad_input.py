@@ -55,14 +55,6 @@ def test_a_component_the_pipeline_lacks_is_named_with_those_it_has(linked, argv,
     assert "component 'sentencizer' (--component) is a sentencizer, not an arbo_linker" in error_line(capsys)
 
 
-def test_pretrain_synonyms_refuses_a_kb_without_synonyms(tmp_path, capsys):
-    """Without two names for any entity there is no pair to align (nor to measure before)."""
-    EntityStore([Entity("D1", "Fever"), Entity("D2", "Cough")]).to_disk(tmp_path / "kb")
-    assert main(["pretrain-synonyms", str(tmp_path / "kb"), str(tmp_path / "encoder")]) == 1
-    assert f"{tmp_path / 'kb'}: no entity of the KB has two names" in error_line(capsys)
-    assert not (tmp_path / "encoder").exists()
-
-
 @pytest.mark.parametrize("argv,option", [
     (["convert", "corpus.txt", "out.spacy", "--limit", "-1"], "--limit"),
     (["convert-corpus", "ncbi", "assets", "out", "--train-limit", "-1"], "--train-limit"),
