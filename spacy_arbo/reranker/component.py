@@ -367,7 +367,6 @@ class MultiCrossReranker(ConfiguredPipe):
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
         path = Path(path)
-        self._load_legacy_settings(path)  # spacy-arbo 0.1 also saved a copy of the KB
         deserializers = {
             "model": lambda p: self.model.from_disk(p),
             "kb": lambda p: self._load_kb(open_store(p)) if p.exists() else None,
@@ -379,7 +378,7 @@ class MultiCrossReranker(ConfiguredPipe):
     def _load_kb(self, kb: BaseEntityStore) -> None:
         self._own_kb = None
         upstream = self.kb
-        # A copy of the retriever's KB (as spacy-arbo 0.1 saved one) is not kept twice.
+        # A copy of the retriever's KB is not kept twice.
         if upstream is None or upstream.fingerprint() != kb.fingerprint():
             self._own_kb = kb
         self._planner = None
