@@ -166,6 +166,8 @@ def test_every_workflow_runs_commands_that_exist(tmp_path):
     names = {command["name"] for command in config["commands"]}
     for workflow, steps in config["workflows"].items():
         assert set(steps) <= names, (workflow, set(steps) - names)
+    in_a_workflow = {step for steps in config["workflows"].values() for step in steps}
+    assert names <= in_a_workflow, f"commands in no workflow: {sorted(names - in_a_workflow)}"
     assert config["workflows"]["kb-only"] == [
         "fetch-data", "build-kb", "convert", "kb-only-kb", "kb-only-align", "kb-only-assemble", "kb-only-evaluate"]
     assert config["workflows"]["kb-only-linker"] == ["kb-only-kb", "kb-only-align", "kb-only-assemble"]
