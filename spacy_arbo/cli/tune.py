@@ -3,9 +3,9 @@ tune-threshold, select-pipeline."""
 import argparse
 import shutil
 
-from ..reranker import tuning as reranker_tuning
-from ..threshold import deciding_component, tune_threshold
-from ..tuning import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
+from ..tuning import reranker_settings as reranker_tuning
+from ..tuning.threshold import deciding_component, tune_threshold
+from ..tuning.rule import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
 from ..util import atomic_path
 from ..gold_corpus import read_gold_links
 from ._util import add_gpu_option, load_pipeline, require_recognizer, write_pipeline

@@ -23,12 +23,12 @@ from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
-from .kb.entities import NIL
-from .pipeline.arbo_linker import arbo_linkers
-from .scoring import accuracy, link_prf, mention_outcomes
-from .tuning import MIN_GAIN, Trial, check_min_gain, choose
-from .util import ArboError
+from ..evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
+from ..kb.entities import NIL
+from ..pipeline.arbo_linker import arbo_linkers
+from ..scoring import accuracy, link_prf, mention_outcomes
+from ..util import ArboError
+from .rule import MIN_GAIN, Trial, check_min_gain, choose
 
 # Thresholds tried: these quantiles of the dev mentions' best scores, and None (no threshold).
 QUANTILES = np.linspace(0.0, 0.5, 26)

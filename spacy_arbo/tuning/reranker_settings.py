@@ -9,10 +9,10 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from ..evaluation import link_gold_mentions
+from ..reranker.component import last_reranker
 from ..scoring import accuracy, mention_outcomes
-from ..tuning import MIN_GAIN, Trial, check_min_gain, choose
 from ..util import ArboError
-from .component import last_reranker
+from .rule import MIN_GAIN, Trial, check_min_gain, choose
 
 # Up to 8: a weight that large lets the cross-encoder decide only where the retriever's scores
 # are close, and dev accuracy can still rise there.

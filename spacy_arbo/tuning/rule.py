@@ -15,12 +15,12 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from .evaluation import evaluate_end_to_end, evaluate_linking, link_gold_mentions, load_pipeline
-from .gold_corpus import read_gold_links
-from .pipeline.link_memory import LinkMemory
-from .scoring import accuracy, mention_outcomes
-from .settings import check_choice
-from .util import ArboError, PathLike
+from ..evaluation import evaluate_end_to_end, evaluate_linking, link_gold_mentions, load_pipeline
+from ..gold_corpus import read_gold_links
+from ..pipeline.link_memory import LinkMemory
+from ..scoring import accuracy, mention_outcomes
+from ..settings import check_choice
+from ..util import ArboError, PathLike
 
 # What a costlier setting must add to the score on dev to be chosen: half a point.
 MIN_GAIN = 0.005
