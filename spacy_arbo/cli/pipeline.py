@@ -16,7 +16,7 @@ from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.kb_mention_finder import MODES
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..pipeline.mention_finders import mention_finders
-from ..tuning.rule import tune_link_memory
+from ..tuning.memory_settings import tune_link_memory
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
 from .settings import add_setting_arguments, configured_pipeline
