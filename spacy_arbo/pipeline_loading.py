@@ -10,7 +10,7 @@ from spacy.language import Language
 from thinc.api import Config
 
 from .pipeline.kb_versions import check_kb_versions
-from .settings import config_error_line
+from .component_settings import config_error_line
 from .util import ArboError, PathLike, read_json, read_msgpack
 
 

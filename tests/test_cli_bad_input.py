@@ -14,7 +14,7 @@ from spacy_arbo.cli import main
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.store import open_store
-from spacy_arbo.report import read_run_clock
+from spacy_arbo.metrics_tables import read_run_clock
 from spacy_arbo.util import ArboError, ArboWarning
 
 from .test_cli import add_misleading_memory, link_files, write_files

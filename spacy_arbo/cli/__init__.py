@@ -3,15 +3,15 @@ command parsing its arguments and calling functions that Python code can call to
 import argparse
 from typing import List, Optional
 
-from . import corpora, encoder, evaluate, kb, pipeline, report, tune
+from . import corpora, encoder, evaluate, kb, pipeline, results, tune
 from ._util import load_pipeline, reporting_errors, use_gpu
-from .settings import apply_settings
+from .linker_options import apply_settings
 
 __all__ = ["apply_settings", "load_pipeline", "main", "make_parser", "reporting_errors"]
 
 DESCRIPTION = "`python -m spacy_arbo COMMAND`: build a KB, convert corpora, evaluate and discover."
 # In the order `--help` lists them: data in, KB, the pipeline, encoders, tuning, scoring.
-FAMILIES = (corpora, kb, pipeline, encoder, tune, evaluate, report)
+FAMILIES = (corpora, kb, pipeline, encoder, tune, evaluate, results)
 
 
 def make_parser() -> argparse.ArgumentParser:

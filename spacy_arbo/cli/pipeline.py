@@ -19,7 +19,7 @@ from ..pipeline.mention_finders import mention_finders
 from ..tuning.memory_settings import tune_link_memory
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
-from .settings import add_setting_arguments, configured_pipeline
+from .linker_options import add_setting_arguments, configured_pipeline
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:

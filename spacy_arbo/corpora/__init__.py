@@ -2,7 +2,7 @@
 
 `pubtator` and `blink` read the two file formats into gold mentions (`gold_mention`);
 `conversion` turns them into Docs whose entities carry the gold ids as the KB spells them,
-counting what it changes in a `ConversionReport` (`report`); `docbin` writes, reads and
+counting what it changes in a `ConversionReport` (`conversion_report`); `docbin` writes, reads and
 joins `.spacy` files; `named_corpora` knows where the workflow's corpora lie; and
 `spacy_training` registers the reader and augmenter that `spacy train` configs name.
 """
@@ -12,7 +12,7 @@ from .docbin import join_docbins, read_docbin, write_docbin
 from .gold_mention import NO_ID, Mention, split_ids
 from .named_corpora import NAMED_CORPORA, NamedCorpus, SplitConversion, convert_named_corpus, named_corpus
 from .pubtator import PubTatorDocument, read_pubtator
-from .report import ConversionReport
+from .conversion_report import ConversionReport
 from .spacy_training import create_one_label_augmenter, create_pubtator_reader
 
 __all__ = [

@@ -16,12 +16,12 @@ from spacy.util import filter_spans
 
 from ..kb.entities import NIL, normalize_id
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least
+from ..component_settings import check_at_least
 from ..util import ArboError, PathLike, read_lines
 from .blink import BlinkMention, read_blink_jsonl
 from .gold_mention import split_ids
 from .pubtator import PubTatorDocument, read_pubtator
-from .report import ConversionReport
+from .conversion_report import ConversionReport
 
 CORPUS_FORMATS = ("auto", "pubtator", "blink")
 

@@ -9,7 +9,7 @@ from ..kb.store import BaseEntityStore
 from ..util import ArboError, PathLike, atomic_path
 from .conversion import convert_corpus
 from .docbin import write_docbin
-from .report import ConversionReport
+from .conversion_report import ConversionReport
 
 
 @dataclass(frozen=True)

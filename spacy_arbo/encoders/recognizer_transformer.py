@@ -23,7 +23,7 @@ from thinc.api import Config, Model
 from thinc.types import Floats2d, Ragged
 from transformers.modeling_outputs import BaseModelOutput
 
-from ..settings import check_choice
+from ..component_settings import check_choice
 from ..util import ArboError
 from .precision import resolve_precision
 from .quantized import Int8Copy

@@ -25,7 +25,7 @@ from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate
 from ..retrieval.candidates import Candidates
 from ..retrieval.retriever import EntityRetriever
-from ..settings import setting_defaults, with_setting_parameters
+from ..component_settings import setting_defaults, with_setting_parameters
 from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingMentions
 from ..training.objectives import Objective

@@ -10,7 +10,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model
 
 from ..kb.store import BaseEntityStore
-from ..settings import replace_settings, store_in_config
+from ..component_settings import replace_settings, store_in_config
 from ..util import ArboError
 
 

@@ -16,7 +16,7 @@ from spacy.util import registry
 from ..encoders.templates import Triplet
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, check_choice
+from ..component_settings import check_at_least, check_choice
 
 MentionUnits = Callable[[Span], List[Triplet]]
 EntityUnits = Callable[[Entity, BaseEntityStore], List[Triplet]]

@@ -22,7 +22,7 @@ from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
 from ..pipeline.links import CANDIDATES, best_above, write_link
 from ..scoring import gold_ids
-from ..settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
+from ..component_settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..util import ArboError
 from .loss import ranked_mentions, reranker_loss

@@ -21,7 +21,7 @@ from ..encoders.templates import ENTITY_FIELDS, EntityInput, Triplet, entity_inp
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate, plan_update, updated_store
-from ..settings import check_at_least, check_choice, check_types
+from ..component_settings import check_at_least, check_choice, check_types
 from ..util import ArboError, PathLike, atomic_path, read_json
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 from .faiss_index import FaissIndex

@@ -8,7 +8,7 @@ import spacy
 from confection import ConfigValidationError
 from spacy.cli._util import show_validation_error
 
-from spacy_arbo.settings import ConfigSettingError
+from spacy_arbo.component_settings import ConfigSettingError
 from spacy_arbo.util import ArboError
 
 from .test_cli import HASHED_CONFIG

@@ -6,10 +6,10 @@ from typing import Any, Dict, List
 
 from ..corpora import read_docbin
 from ..evaluation import gold_id_set
-from ..report import RUN_COLUMNS, markdown_table, read_run_clock, score_run, write_report
+from ..metrics_tables import RUN_COLUMNS, markdown_table, read_run_clock, score_run, write_report
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, write_json
-from .settings import apply_settings, linkers_to_change
+from .linker_options import apply_settings, linkers_to_change
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
