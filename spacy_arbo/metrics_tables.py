@@ -1,4 +1,4 @@
-"""A results table (markdown) and recall@k curves (PNG) from `evaluate` JSON files; trained
+"""A results table (markdown, with its recall@k plot) from `evaluate` JSON files; trained
 runs scored beside their training clocks (`compare-runs`)."""
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -7,6 +7,7 @@ from spacy.language import Language
 
 from .evaluation import evaluate_linking
 from .gold_corpus import read_gold_links
+from .plotting import plot_recall
 from .scoring import RECALL_KS
 from .component_settings import is_number
 from .util import ArboError, PathLike, atomic_path, read_json
@@ -88,28 +89,6 @@ def markdown_table(systems: Dict[str, Dict[str, Any]], columns: List[Tuple[str, 
     return "\n".join(lines)
 
 
-def plot_recall(systems: Dict[str, Dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for name, metrics in systems.items():
-        ks = [k for k in RECALL_KS if metrics.get(f"recall@{k}") is not None]
-        axis.plot(ks, [metrics[f"recall@{k}"] for k in ks], marker="o", label=name)
-    axis.set_xscale("log", base=2)
-    axis.set_xlabel("k")
-    axis.set_ylabel("recall@k")
-    axis.set_title("Candidate recall on the test set")
-    axis.grid(alpha=0.3)
-    axis.legend()
-    figure.tight_layout()
-    with atomic_path(path) as tmp:
-        figure.savefig(tmp, format="png", dpi=120)
-    plt.close(figure)
-
-
 def write_report(metrics_dir: PathLike, output: PathLike) -> List[str]:
     """Write the markdown table, and the plot next to it; return the table's lines."""
     systems = read_metrics(metrics_dir)
@@ -120,7 +99,7 @@ def write_report(metrics_dir: PathLike, output: PathLike) -> List[str]:
     table = markdown_table(linking)
     if end_to_end:
         table += "\n\nRaw text (mentions found by the recognizer):\n\n" + markdown_table(end_to_end, END_TO_END_COLUMNS)
+    plot_recall(linking, plot)  # first: without matplotlib, nothing is written
     with atomic_path(output) as tmp:
         tmp.write_text(f"# Results\n\n{table}\n\n![recall@k]({plot.name})\n", encoding="utf8")
-    plot_recall(linking, plot)
     return table.splitlines()
