@@ -7,7 +7,8 @@ from spacy.language import Language
 from spacy.util import load_config
 
 from ..corpora import read_docbin
-from ..encoders.recognizer_transformer import PRECISIONS, precision_overrides
+from ..encoders.precision import PRECISIONS
+from ..encoders.recognizer_transformer import precision_overrides
 from ..evaluation import docs_not_in
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers

@@ -9,7 +9,7 @@ joins `.spacy` files; `named_corpora` knows where the workflow's corpora lie; an
 from .blink import DEFAULT_LABEL, BlinkMention, read_blink_jsonl
 from .conversion import CORPUS_FORMATS, AnnotatedText, convert_corpus, guess_corpus_format, iter_corpus
 from .docbin import join_docbins, read_docbin, write_docbin
-from .gold_mention import NO_ID, Mention, split_ids
+from .gold_mention import NO_ID, Mention, parse_gold_ids
 from .named_corpora import NAMED_CORPORA, NamedCorpus, SplitConversion, convert_named_corpus, named_corpus
 from .pubtator import PubTatorDocument, read_pubtator
 from .conversion_report import ConversionReport
@@ -19,6 +19,6 @@ __all__ = [
     "CORPUS_FORMATS", "DEFAULT_LABEL", "NAMED_CORPORA", "NO_ID", "AnnotatedText", "BlinkMention",
     "ConversionReport", "Mention", "NamedCorpus", "PubTatorDocument", "SplitConversion",
     "convert_corpus", "convert_named_corpus", "create_one_label_augmenter", "create_pubtator_reader",
-    "guess_corpus_format", "iter_corpus", "join_docbins", "named_corpus", "read_blink_jsonl",
-    "read_docbin", "read_pubtator", "split_ids", "write_docbin",
+    "guess_corpus_format", "iter_corpus", "join_docbins", "named_corpus", "parse_gold_ids", "read_blink_jsonl",
+    "read_docbin", "read_pubtator", "write_docbin",
 ]
