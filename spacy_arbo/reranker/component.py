@@ -21,6 +21,7 @@ from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
 from ..pipeline.links import CANDIDATES, best_above, write_link
+from ..pipeline.neighbours import neighbours
 from ..scoring import gold_ids
 from ..component_settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
@@ -167,12 +168,7 @@ class MultiCrossReranker(ConfiguredPipe):
 
     def _upstream(self) -> List[Tuple[str, Any]]:
         """The components before this one, disabled ones included."""
-        before: List[Tuple[str, Any]] = []
-        for name, proc in self.nlp.components if self.nlp is not None else []:
-            if proc is self:
-                return before
-            before.append((name, proc))
-        return []
+        return neighbours(self.nlp, self, disabled=True)[0]
 
     def set_kb(self, kb: BaseEntityStore) -> None:
         """Give the reranker a KB of its own (saved with it) instead of the retriever's."""
