@@ -5,11 +5,11 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from spacy.language import Language
 
+from .component_settings import is_number
 from .evaluation import evaluate_linking
 from .gold_corpus import read_gold_links
 from .plotting import plot_recall
 from .scoring import RECALL_KS
-from .component_settings import is_number
 from .util import ArboError, PathLike, atomic_path, read_json
 
 COLUMNS = [("recall@1", "R@1"), ("recall@8", "R@8"), ("recall@64", "R@64"), ("accuracy", "acc"), ("accuracy_strict", "acc strict"),

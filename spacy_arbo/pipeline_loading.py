@@ -9,8 +9,8 @@ from confection import ConfigValidationError
 from spacy.language import Language
 from thinc.api import Config
 
-from .pipeline.kb_versions import check_kb_versions
 from .component_settings import config_error_line
+from .pipeline.kb_versions import check_kb_versions
 from .util import ArboError, PathLike, read_json, read_msgpack
 
 

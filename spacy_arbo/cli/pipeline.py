@@ -13,8 +13,8 @@ from ..evaluation import docs_not_in
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
-from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.kb_mention_finder import MODES
+from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..pipeline.mention_finders import mention_finders
 from ..tuning.memory_settings import tune_link_memory

@@ -8,11 +8,11 @@ joins `.spacy` files; `named_corpora` knows where the workflow's corpora lie; an
 """
 from .blink import DEFAULT_LABEL, BlinkMention, read_blink_jsonl
 from .conversion import CORPUS_FORMATS, AnnotatedText, convert_corpus, guess_corpus_format, iter_corpus
+from .conversion_report import ConversionReport
 from .docbin import join_docbins, read_docbin, write_docbin
 from .gold_mention import NO_ID, Mention, parse_gold_ids
 from .named_corpora import NAMED_CORPORA, NamedCorpus, SplitConversion, convert_named_corpus, named_corpus
 from .pubtator import PubTatorDocument, read_pubtator
-from .conversion_report import ConversionReport
 from .spacy_training import create_one_label_augmenter, create_pubtator_reader
 
 __all__ = [

@@ -14,14 +14,14 @@ from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
 from spacy.util import filter_spans
 
+from ..component_settings import check_at_least
 from ..kb.entities import NIL, normalize_id
 from ..kb.store import BaseEntityStore
-from ..component_settings import check_at_least
 from ..util import ArboError, PathLike, read_lines
 from .blink import BlinkMention, read_blink_jsonl
+from .conversion_report import ConversionReport
 from .gold_mention import parse_gold_ids
 from .pubtator import PubTatorDocument, read_pubtator
-from .conversion_report import ConversionReport
 
 CORPUS_FORMATS = ("auto", "pubtator", "blink")
 

@@ -9,8 +9,8 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..kb.store import BaseEntityStore
 from ..component_settings import replace_settings, store_in_config
+from ..kb.store import BaseEntityStore
 from ..util import ArboError
 
 

@@ -26,9 +26,9 @@ from spacy.training import Example
 from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
+from ..component_settings import check_at_least, check_choice, config_checked
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
-from ..component_settings import check_at_least, check_choice, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
 from .kb_versions import check_kb_version, kb_version, read_version, write_version

@@ -21,9 +21,9 @@ from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
+from ..component_settings import check_at_least, config_checked
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
-from ..component_settings import check_at_least, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
 from .links import write_kb_id

@@ -4,10 +4,10 @@ from typing import List, Optional
 
 from thinc.api import Config
 
+from ..component_settings import check_at_least, check_choice
 from ..encoders.precision import PRECISIONS
 from ..linking.clustering import GRAPHS
 from ..retrieval.retriever import RetrievalSettings
-from ..component_settings import check_at_least, check_choice
 from ..util import ArboError
 
 LINKINGS = ("independent", "clustering")

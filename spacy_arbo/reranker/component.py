@@ -16,6 +16,7 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
+from ..component_settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
@@ -23,7 +24,6 @@ from ..pipeline.gold_ents import with_gold_mentions
 from ..pipeline.links import CANDIDATES, best_above, write_link
 from ..pipeline.neighbours import neighbours
 from ..scoring import gold_ids
-from ..component_settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..util import ArboError
 from .loss import ranked_mentions, reranker_loss

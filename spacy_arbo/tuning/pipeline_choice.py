@@ -2,10 +2,10 @@
 from dataclasses import dataclass
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..component_settings import check_choice
 from ..evaluation import evaluate_end_to_end, evaluate_linking
 from ..gold_corpus import read_gold_links
 from ..pipeline_loading import load_pipeline
-from ..component_settings import check_choice
 from ..util import ArboError, PathLike
 from .rule import MIN_GAIN, Trial, check_min_gain, choose
 
