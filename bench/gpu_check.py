@@ -205,7 +205,8 @@ def run_tests(data: Path) -> Dict[str, Any]:
 def prepare(data: Path, work: Path, kb_limit: int, docs_limit: int) -> Dict[str, Path]:
     """The KB store (the first `kb_limit` CTD entities plus those the documents name; 0: all)
     and NCBI's DocBins (the first `docs_limit` documents of each; 0: all), in `work`."""
-    from spacy_arbo.corpora import convert_corpus, split_ids, write_docbin
+    from spacy_arbo.corpora import convert_corpus, write_docbin
+    from spacy_arbo.kb.entities import split_ids
     from spacy_arbo.kb.readers import read_kb
 
     kb = read_kb(data / CTD, "ctd")

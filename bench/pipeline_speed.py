@@ -35,10 +35,11 @@ import srsly
 
 from spacy.util import load_config
 
-from spacy_arbo.cli.settings import apply_settings
+from spacy_arbo.cli.linker_options import apply_settings
 from spacy_arbo.corpora import read_docbin
 from spacy_arbo.encoders.recognizer_transformer import precision_overrides
-from spacy_arbo.evaluation import evaluate_end_to_end, link_gold_mentions, linking_metrics, load_pipeline
+from spacy_arbo.evaluation import evaluate_end_to_end, link_gold_mentions, linking_metrics
+from spacy_arbo.pipeline_loading import load_pipeline
 from spacy_arbo.pipeline.arbo_linker import arbo_linkers
 
 # Where a linked mention's time goes: (label, the function's file and name as cProfile sees them).

@@ -2,6 +2,8 @@
 `bench/train_cost.py` writes (several runs may share a plot; a variant in two files keeps
 the later one).
 
+Needs matplotlib (the `[plot]` extra).
+
 Why: recipes are compared by what the same training time buys, which a curve shows at a glance.
 
     python bench/plot_train_curves.py RUN.json [RUN.json ...] --output curves.png [--labels a=b ...]
@@ -10,6 +12,8 @@ import argparse
 import json
 from pathlib import Path
 from typing import Dict, List
+
+from spacy_arbo.plotting import pyplot
 
 
 def read_runs(paths: List[Path]) -> Dict[str, List[dict]]:
@@ -34,11 +38,7 @@ def main() -> None:
     labels = dict(pair.split("=", 1) for pair in args.labels)
     curves = read_runs(args.runs)
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for variant, points in curves.items():
         line, = ax.plot([p["minutes"] for p in points], [p["recall@1"] for p in points], marker="o",

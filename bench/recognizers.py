@@ -27,7 +27,8 @@ from spacy.scorer import PRFScore
 from spacy.tokens import Doc
 
 from spacy_arbo.corpora import read_docbin
-from spacy_arbo.evaluation import load_pipeline, mention_spans, recognizer_position, run_components
+from spacy_arbo.evaluation import mention_spans, recognizer_position, run_components
+from spacy_arbo.pipeline_loading import load_pipeline
 from spacy_arbo.pipeline.mention_consistency import MentionConsistency
 
 

@@ -12,7 +12,7 @@ from .evaluation import end_to_end_links, link_gold_mentions, recognize_mentions
 from .kb.entities import NIL, split_ids
 from .pipeline.links import read_kb_id
 from .pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, linked_spans, pipeline_linker
-from .settings import store_in_config
+from .component_settings import store_in_config
 from .util import ArboError
 
 COMPONENT = "link_confidence"

@@ -19,9 +19,6 @@ SCRIPTS = sorted(BENCH.glob("*.py"))
 # Benchmarks that need no data or trained pipeline: the arguments that make a run tiny, and a
 # line their output must hold.
 TINY_RUNS = {
-    "attention_kernel.py": (["--batch", "1", "--heads", "2", "--tokens", "16", "--head-dim", "8", "--threads", "1"],
-                            "bf16 / fp32 time"),
-    "attention_dropout.py": (["--shapes", "1x8", "--repeats", "1", "--output", "attention_dropout.json"], "| 1x8 |"),
     "clustering_bench.py": (["--n", "500", "--k", "4", "--entities", "50", "--unseen", "5", "--dim", "16"],
                             "undirected"),
     "index_bench.py": (["--n", "2000", "--dim", "16", "--queries", "20", "--centres", "20", "--k", "5",
@@ -133,42 +130,6 @@ def test_recognizers_score_mentions_with_and_without_consistency(tmp_path):
     assert (row["ner_p"], row["ner_r"]) == pytest.approx((1.0, 1 / 3))
     assert [(v["min_share"], v["ner_p"], v["ner_r"]) for v in row["consistency"]] == [(1.0, 1.0, 1.0), (0.35, 1.0, 1.0)]
     assert "| + mention_consistency, min_share 0.35 | 1.000 | 1.000 | 1.000 |" in result.stdout
-
-
-def test_interpolate_alignment_writes_each_mix_and_scores_it(tmp_path, tiny_bert_dir, toy_kb_dir):
-    """alpha 1 writes the aligned weights, alpha 0 the start's, 0.5 their mean; each mix is
-    scored on the held-out names, as many as self-align would hide."""
-    import torch
-    from safetensors.torch import load_file
-    from transformers import BertModel
-
-    from spacy_arbo.kb.store import open_store
-    from spacy_arbo.training.alignment_holdout import hold_out_names
-
-    torch.manual_seed(1)
-    aligned = BertModel.from_pretrained(tiny_bert_dir)
-    with torch.no_grad():
-        for weight in aligned.parameters():
-            weight.add_(torch.randn_like(weight))
-    aligned.save_pretrained(tmp_path / "aligned")
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        (tmp_path / "aligned" / name).write_bytes((tiny_bert_dir / name).read_bytes())
-    result = run(BENCH / "interpolate_alignment.py", [str(tmp_path / "aligned"), str(toy_kb_dir), "mixes",
-                                                      "--start", str(tiny_bert_dir), "--alphas", "1", "0", "0.5",
-                                                      "--held-out", "0.5", "--output", "mixes.json"], tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
-    start, trained = load_file(tiny_bert_dir / "model.safetensors"), load_file(tmp_path / "aligned" / "model.safetensors")
-    for alpha, expected in ((1, trained), (0, start)):
-        written = load_file(tmp_path / "mixes" / f"alpha_{alpha}" / "model.safetensors")
-        assert all(torch.equal(written[name], expected[name]) for name in expected)
-    half = load_file(tmp_path / "mixes" / "alpha_0.5" / "model.safetensors")
-    name = "encoder.layer.0.attention.self.query.weight"
-    assert torch.allclose(half[name], (start[name] + trained[name]) / 2, atol=1e-6)
-    assert not torch.allclose(half[name], start[name])
-    figures = json.loads((tmp_path / "mixes.json").read_text())
-    assert figures["held_out_names"] == len(hold_out_names(open_store(toy_kb_dir), 0.5, 0)) > 0
-    assert [row["alpha"] for row in figures["alphas"]] == [1, 0, 0.5]
-    assert all(0.0 <= row["held_out_recall@1"] <= 1.0 for row in figures["alphas"])
 
 
 def test_confidence_calibration_scores_each_draw_and_the_dev_fit(tmp_path, toy_kb_dir):

@@ -1,12 +1,9 @@
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-import torch
 from thinc.util import has_gpu
 
 from spacy_arbo.cli import main, make_parser
@@ -127,7 +124,7 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monk
 
 # The commands that link or encode with a pipeline's (or an encoder's) torch models.
 GPU_COMMANDS = {"evaluate", "discover", "index-kb", "kb add", "kb remove", "export-spacy-kb", "add-memory", "configure",
-                "compare-runs", "tune-reranker", "tune-threshold", "select-pipeline", "self-align", "pretrain-synonyms"}
+                "workflow compare-runs", "tune-reranker", "tune-threshold", "workflow select-pipeline", "self-align"}
 
 
 def command_parsers(parser: argparse.ArgumentParser, name: str = ""):
@@ -254,7 +251,7 @@ def test_report_table_and_plot(tmp_path, capsys):
     (metrics / "e2e_test.json").write_text(json.dumps(
         {"ner_p": 0.8, "ner_r": 0.75, "ner_f": 0.774, "nel_micro_f": 0.9, "e2e_p": 0.7, "e2e_r": 0.65, "e2e_f": 0.674,
          "e2e_any_id_f": 0.68, "docs_per_second": 12.5}))
-    assert main(["report", str(metrics), "--output", str(tmp_path / "report.md")]) == 0
+    assert main(["workflow", "report", str(metrics), "--output", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
     assert "| e2e | 0.800 | 0.750 | 0.774 | 0.900 | 0.700 | 0.650 | 0.674 | 0.680 | 12.5 |" in text
     assert "| e2e | -" not in text  # raw-text systems get their own table
@@ -262,7 +259,7 @@ def test_report_table_and_plot(tmp_path, capsys):
     assert "| retriever | 0.800 | - | 0.950 |" in text
     assert "| tfidf | 0.719 | 0.850 | 0.894 | 0.700 | 0.680 | - | - | - | - | 2000.0 |" in text
     assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
-    assert main(["report", str(tmp_path / "empty")]) == 1
+    assert main(["workflow", "report", str(tmp_path / "empty")]) == 1
 
 
 def test_discover_writes_nil_clusters_as_kb_records(linked, capsys):
@@ -346,7 +343,7 @@ def test_convert_corpus_bc5cdr_keeps_disease_mentions(bc5cdr_assets, capsys):
     tmp = bc5cdr_assets
     capsys.readouterr()
     out = tmp / "corpus" / "bc5cdr"
-    assert main(["convert-corpus", "bc5cdr", str(tmp / "assets"), str(out), "--kb", str(tmp / "kb")]) == 0
+    assert main(["workflow", "convert-corpus", "bc5cdr", str(tmp / "assets"), str(out), "--kb", str(tmp / "kb")]) == 0
     printed = capsys.readouterr().out
     assert "mention types kept: Disease" in printed
     assert "the evaluation split (test.spacy) is its dev set CDR_dev" in printed
@@ -375,7 +372,7 @@ def test_convert_corpus_limits_and_missing_files(bc5cdr_assets, capsys):
     dev = tmp / "assets" / "bc5cdr" / "CDR_dev.PubTator.txt"
     dev.write_text(dev.read_text() + _bc5cdr_document("33", "Cough.", "Only cough.", [("Cough", "Disease", "D003371")], []))
     out = tmp / "quick"
-    assert main(["convert-corpus", "bc5cdr", str(tmp / "assets"), str(out), "--eval-limit", "1"]) == 0
+    assert main(["workflow", "convert-corpus", "bc5cdr", str(tmp / "assets"), str(out), "--eval-limit", "1"]) == 0
     vocab = spacy.blank("en").vocab
     assert [d.user_data["doc_id"] for d in read_docbin(out / "test.spacy", vocab)] == ["22"]
     assert [d.user_data["doc_id"] for d in read_docbin(out / "train.spacy", vocab)] == ["11"]
@@ -383,7 +380,7 @@ def test_convert_corpus_limits_and_missing_files(bc5cdr_assets, capsys):
     assert [e.kb_id_ for e in read_docbin(out / "train.spacy", vocab)[0].ents] == ["MESH:D005334", "NIL", "MESH:D003371"]
     capsys.readouterr()
     # NCBI's files are not there: an error naming the first missing one, and nothing written.
-    assert main(["convert-corpus", "ncbi", str(tmp / "assets"), str(tmp / "ncbi")]) == 1
+    assert main(["workflow", "convert-corpus", "ncbi", str(tmp / "assets"), str(tmp / "ncbi")]) == 1
     err = capsys.readouterr().err.strip()
     assert err == f"error: Corpus 'ncbi': train file '{tmp / 'assets' / 'ncbi_disease' / 'NCBItrainset_corpus.txt'}' does not exist."
     assert not (tmp / "ncbi").exists()
@@ -396,20 +393,20 @@ def test_join_corpora_writes_one_training_set(bc5cdr_assets, capsys):
 
     tmp = bc5cdr_assets
     out = tmp / "corpus" / "bc5cdr"
-    assert main(["convert-corpus", "bc5cdr", str(tmp / "assets"), str(out)]) == 0
+    assert main(["workflow", "convert-corpus", "bc5cdr", str(tmp / "assets"), str(out)]) == 0
     capsys.readouterr()
     joined = tmp / "corpus" / "joined.spacy"
-    assert main(["join-corpora", str(joined), str(out / "train.spacy"), str(out / "dev.spacy")]) == 0
+    assert main(["workflow", "join-corpora", str(joined), str(out / "train.spacy"), str(out / "dev.spacy")]) == 0
     assert capsys.readouterr().out == (
         f"Wrote {joined}: 2 documents from {out / 'train.spacy'} (1), {out / 'dev.spacy'} (1)\n")
     assert [d.user_data["doc_id"] for d in read_docbin(joined, spacy.blank("en").vocab)] == ["11", "22"]
     # dev and test are the same documents: joining them would count each twice.
-    assert main(["join-corpora", str(tmp / "leak.spacy"), str(out / "dev.spacy"), str(out / "test.spacy")]) == 1
+    assert main(["workflow", "join-corpora", str(tmp / "leak.spacy"), str(out / "dev.spacy"), str(out / "test.spacy")]) == 1
     assert "is in both" in capsys.readouterr().err and not (tmp / "leak.spacy").exists()
 
 
 def test_convert_corpus_unknown_name_lists_the_names(tmp_path, capsys):
-    assert main(["convert-corpus", "bc5", str(tmp_path), str(tmp_path / "out")]) == 1
+    assert main(["workflow", "convert-corpus", "bc5", str(tmp_path), str(tmp_path / "out")]) == 1
     assert capsys.readouterr().err == "error: Unknown corpus 'bc5'; known corpora: ncbi, bc5cdr.\n"
     assert not (tmp_path / "out").exists()
 
@@ -496,7 +493,7 @@ def test_add_kb_finder_alone_or_beside_a_recognizer(linked, capsys):
     assert (metrics["ner_p"], metrics["ner_r"], metrics["e2e_p"], metrics["e2e_r"]) == pytest.approx((4 / 5, 1, 3 / 5, 1))
     assert main(["tune-threshold", str(tmp / "kb_only"), str(tmp / "test.spacy"), "--end-to-end"]) == 0
     capsys.readouterr()
-    assert main(["select-pipeline", str(tmp / "e2e"), str(tmp / "both"), str(tmp / "kb_only"), "--dev",
+    assert main(["workflow", "select-pipeline", str(tmp / "e2e"), str(tmp / "both"), str(tmp / "kb_only"), "--dev",
                  str(tmp / "test.spacy"), "--metric", "e2e_f", "--output", str(tmp / "chosen")]) == 0
     printed = capsys.readouterr().out
     assert "| pipeline | ner_f | e2e_f | e2e_any_id_f | docs/s |" in printed
@@ -554,7 +551,7 @@ def test_compare_runs_sums_the_clocks_of_stages_and_scores_dev_and_test(linked, 
     assert main(["evaluate", str(tmp / "pipeline"), data, "--seen-from", data, "--output", str(tmp / "eval.json")]) == 0
     expected = json.loads((tmp / "eval.json").read_text())
     out = tmp / "runs.json"
-    assert main(["compare-runs", f"one={tmp / 'second'}", f"two={tmp / 'first'}+{tmp / 'second'}", "--dev", data,
+    assert main(["workflow", "compare-runs", f"one={tmp / 'second'}", f"two={tmp / 'first'}+{tmp / 'second'}", "--dev", data,
                  "--test", data, "--seen-from", data, "--output", str(out)]) == 0
     runs = json.loads(out.read_text())
     assert (runs["one"]["updates"], runs["one"]["seconds"]) == (5, 7.2)
@@ -564,9 +561,9 @@ def test_compare_runs_sums_the_clocks_of_stages_and_scores_dev_and_test(linked, 
             assert runs["two"][f"{split}_{key}"] == expected[key]
     assert "| two | 15 | 19.8 |" in capsys.readouterr().out
     # A run without a clock fails at once, naming the file to write.
-    assert main(["compare-runs", f"bad={tmp / 'pipeline'}", "--dev", data, "--test", data, "--output", str(out)]) == 1
+    assert main(["workflow", "compare-runs", f"bad={tmp / 'pipeline'}", "--dev", data, "--test", data, "--output", str(out)]) == 1
     assert f"{tmp / 'pipeline' / 'clock.json'}: no training clock" in capsys.readouterr().err
-    assert main(["compare-runs", str(tmp / "first"), "--dev", data, "--test", data, "--output", str(out)]) == 1
+    assert main(["workflow", "compare-runs", str(tmp / "first"), "--dev", data, "--test", data, "--output", str(out)]) == 1
     assert "NAME=DIR" in capsys.readouterr().err
 
 
@@ -619,53 +616,26 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
     add_misleading_memory(tmp)
     candidates, dev, out = [str(tmp / "remembered"), str(tmp / "pipeline")], str(tmp / "test.spacy"), tmp / "final"
     # Link F: 3 right of 4 links (F 6/7) without the memory, 2 right of 3 (F 2/3) with it.
-    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out)]) == 0
+    assert main(["workflow", "select-pipeline", *candidates, "--dev", dev, "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"| {tmp / 'pipeline'} | 0.8571 | 0.7500 |" in printed and f"| {tmp / 'remembered'} | 0.6667 | 0.7500 |" in printed
     assert spacy.load(out).pipe_names == ["arbo_linker"]
     # Strict accuracy ties at 3 of 4: the first listed wins, and replaces the earlier choice.
-    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--metric", "accuracy_strict"]) == 0
+    assert main(["workflow", "select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--metric", "accuracy_strict"]) == 0
     assert f"Wrote {out}: {tmp / 'remembered'} (accuracy_strict 0.7500" in capsys.readouterr().out
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
     # A later pipeline must beat the first by --min-gain: 0.19 of link F is not 0.2.
-    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "0.2"]) == 0
+    assert main(["workflow", "select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "0.2"]) == 0
     printed = capsys.readouterr().out
     assert f"{tmp / 'pipeline'} scores +0.1905 over {tmp / 'remembered'}, less than --min-gain 0.2" in printed
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
-    assert main(["select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "1"]) == 1
+    assert main(["workflow", "select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "1"]) == 1
     assert "--min-gain is a difference of nel_micro_f in [0, 1), got 1.0" in capsys.readouterr().err
-    assert main(["select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
+    assert main(["workflow", "select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
     assert "two or more distinct pipelines" in capsys.readouterr().err
     DocBin().to_disk(tmp / "empty.spacy")
     for metric in ("nel_micro_f", "accuracy_strict"):
-        assert main(["select-pipeline", *candidates, "--dev", str(tmp / "empty.spacy"), "--output", str(out),
+        assert main(["workflow", "select-pipeline", *candidates, "--dev", str(tmp / "empty.spacy"), "--output", str(out),
                      "--metric", metric]) == 1
         assert f"{tmp / 'empty.spacy'} has no documents: nothing to score links on" in capsys.readouterr().err
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]  # the earlier choice is kept
-
-
-@pytest.mark.parametrize("script", ["reranker_bound.py", "reranker_errors.py", "reranker_tokens.py"])
-def test_bench_scripts_report_bad_input_in_one_line(linked, script):
-    """A pipeline without a reranker is an error message, not a traceback (`reporting_errors`)."""
-    bench = Path(__file__).parent.parent / "bench" / script
-    run = subprocess.run([sys.executable, str(bench), str(linked / "pipeline"), str(linked / "test.spacy")],
-                         capture_output=True, text=True)
-    assert run.returncode == 1 and "Traceback" not in run.stderr
-    assert run.stderr == f"error: {linked / 'pipeline'} has no multi_cross_reranker.\n"
-
-
-def test_interpolate_mention_tower_bench(linked):
-    bench = Path(__file__).parent.parent / "bench" / "interpolate_mention_tower.py"
-    run = subprocess.run([sys.executable, str(bench), str(linked / "pipeline"), str(linked / "test.spacy"),
-                          "--seen-from", str(linked / "test.spacy")], capture_output=True, text=True)
-    assert run.returncode == 1 and "Traceback" not in run.stderr
-    assert "interpolation needs separate transformer towers" in run.stderr
-    spec = importlib.util.spec_from_file_location("interpolate_mention_tower", bench)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # The trained tower's extra embedding row (a marker token) stays trained.
-    trained = {"embeddings": torch.tensor([[1.0, 1.0], [1.0, 1.0], [5.0, 5.0]]), "bias": torch.tensor([2.0])}
-    pretrained = {"embeddings": torch.zeros(2, 2), "bias": torch.tensor([0.0])}
-    mixed = module.interpolated(trained, pretrained, 0.25)
-    assert mixed["embeddings"].tolist() == [[0.25, 0.25], [0.25, 0.25], [5.0, 5.0]]
-    assert mixed["bias"].tolist() == [0.5] and trained["bias"].tolist() == [2.0]

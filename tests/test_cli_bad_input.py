@@ -14,7 +14,7 @@ from spacy_arbo.cli import main
 from spacy_arbo.corpora import convert_corpus
 from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.store import open_store
-from spacy_arbo.report import read_run_clock
+from spacy_arbo.metrics_tables import read_run_clock
 from spacy_arbo.util import ArboError, ArboWarning
 
 from .test_cli import add_misleading_memory, link_files, write_files
@@ -55,18 +55,10 @@ def test_a_component_the_pipeline_lacks_is_named_with_those_it_has(linked, argv,
     assert "component 'sentencizer' (--component) is a sentencizer, not an arbo_linker" in error_line(capsys)
 
 
-def test_pretrain_synonyms_refuses_a_kb_without_synonyms(tmp_path, capsys):
-    """Without two names for any entity there is no pair to align (nor to measure before)."""
-    EntityStore([Entity("D1", "Fever"), Entity("D2", "Cough")]).to_disk(tmp_path / "kb")
-    assert main(["pretrain-synonyms", str(tmp_path / "kb"), str(tmp_path / "encoder")]) == 1
-    assert f"{tmp_path / 'kb'}: no entity of the KB has two names" in error_line(capsys)
-    assert not (tmp_path / "encoder").exists()
-
-
 @pytest.mark.parametrize("argv,option", [
     (["convert", "corpus.txt", "out.spacy", "--limit", "-1"], "--limit"),
-    (["convert-corpus", "ncbi", "assets", "out", "--train-limit", "-1"], "--train-limit"),
-    (["convert-corpus", "ncbi", "assets", "out", "--eval-limit", "-2"], "--eval-limit"),
+    (["workflow", "convert-corpus", "ncbi", "assets", "out", "--train-limit", "-1"], "--train-limit"),
+    (["workflow", "convert-corpus", "ncbi", "assets", "out", "--eval-limit", "-2"], "--eval-limit"),
 ])
 def test_a_negative_limit_is_a_usage_error_naming_the_option(argv, option, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -84,7 +76,7 @@ def test_report_names_the_file_and_key_of_a_value_that_is_no_number(tmp_path, ca
     (tmp_path / "good.json").write_text(json.dumps({"recall@1": 0.5, "accuracy": None, "kb": "a path, unreported"}))
     for value in ("x", True, [0.5]):
         (tmp_path / "bad.json").write_text(json.dumps({"recall@1": 0.5, "recall@16": value}))
-        assert main(["report", str(tmp_path), "--output", str(tmp_path / "report.md")]) == 1
+        assert main(["workflow", "report", str(tmp_path), "--output", str(tmp_path / "report.md")]) == 1
         assert f"{tmp_path / 'bad.json'}: 'recall@16' takes a number or null; got {value!r}." in error_line(capsys)
     assert not (tmp_path / "report.md").exists()
 
@@ -179,7 +171,7 @@ def test_compare_runs_set_needs_a_linker(linked, tmp_path, capsys):
     spacy.load(linked / "plain").to_disk(tmp_path / "run" / "model-best")
     (tmp_path / "run" / "clock.json").write_text(json.dumps({"updates": 1, "seconds": 1.0}))
     data = str(linked / "test.spacy")
-    assert main(["compare-runs", f"plain={tmp_path / 'run'}", "--dev", data, "--test", data, "--set", "top_k=2",
+    assert main(["workflow", "compare-runs", f"plain={tmp_path / 'run'}", "--dev", data, "--test", data, "--set", "top_k=2",
                  "--output", str(tmp_path / "runs.json")]) == 1
     assert f"{tmp_path / 'run' / 'model-best'} has no arbo_linker for --set to change" in error_line(capsys)
     assert not (tmp_path / "runs.json").exists()
@@ -250,7 +242,7 @@ def _corpus_with_ids(linked, tmp_path, ids):
 
 @pytest.mark.parametrize("argv", [["evaluate", "{pipeline}", "{data}", "--output", "{out}"],
                                   ["tune-threshold", "{pipeline}", "{data}", "--output", "{out}"],
-                                  ["select-pipeline", "{pipeline}", "{pipeline2}", "--dev", "{data}", "--output", "{out}"]])
+                                  ["workflow", "select-pipeline", "{pipeline}", "{pipeline2}", "--dev", "{data}", "--output", "{out}"]])
 def test_a_corpus_of_another_kb_is_an_error_before_any_linking(linked, argv, tmp_path, capsys):
     """Every metric would be 0.0000, exit 0, nothing saying that the ids do not match."""
     data = _corpus_with_ids(linked, tmp_path, ("D111111", "D222222", "D999999"))

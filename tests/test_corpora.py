@@ -7,8 +7,8 @@ from spacy.training import Example
 from spacy.util import registry
 
 from spacy_arbo.corpora import (
-    ConversionReport, convert_corpus, guess_corpus_format, join_docbins, read_blink_jsonl, read_pubtator,
-    split_ids, write_docbin,
+    ConversionReport, convert_corpus, guess_corpus_format, join_docbins, parse_gold_ids, read_blink_jsonl,
+    read_pubtator, write_docbin,
 )
 from spacy_arbo.kb.entities import NIL, Entity
 from spacy_arbo.kb.store import EntityStore
@@ -117,9 +117,9 @@ def test_read_pubtator_mention_before_abstract(tmp_path):
 
 
 def test_split_ids():
-    assert split_ids("D001|D002") == ["D001", "D002"]
-    assert split_ids(" D001+OMIM:2 ") == ["D001", "OMIM:2"]
-    assert split_ids("-1") == []
+    assert parse_gold_ids("D001|D002") == ["D001", "D002"]
+    assert parse_gold_ids(" D001+OMIM:2 ") == ["D001", "OMIM:2"]
+    assert parse_gold_ids("-1") == []
 
 
 def test_convert_without_kb_normalises_ids(corpus):

@@ -144,3 +144,14 @@ def test_readme_results_come_from_the_files_they_name():
                 assert round(value) == int(figure.replace(",", "")), (pipeline, column, file)
             else:
                 assert f"{value:.3f}" == figure, (pipeline, column, file)
+
+
+def test_results_page_is_what_its_script_writes():
+    """docs/results.md is generated: a hand edit, or data changed without rerunning the script, fails here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / "bench" / "results_page.py")
+    results_page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results_page)
+    assert (ROOT / "docs" / "results.md").read_text(encoding="utf8") == results_page.page(), \
+        "docs/results.md is out of date: run python bench/results_page.py"

@@ -8,7 +8,8 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Span
 
-from spacy_arbo.evaluation import evaluate_end_to_end, load_pipeline
+from spacy_arbo.evaluation import evaluate_end_to_end
+from spacy_arbo.pipeline_loading import load_pipeline
 from spacy_arbo.util import ArboError
 
 from .conftest import make_doc

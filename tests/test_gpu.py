@@ -18,10 +18,11 @@ import torch
 from spacy.training import Example
 from thinc.api import Adam
 
-from spacy_arbo.corpora import convert_corpus, read_docbin, split_ids, write_docbin
+from spacy_arbo.corpora import convert_corpus, read_docbin, write_docbin
 from spacy_arbo.encoders.precision import autocast_gradient_passes, resolve_precision
 from spacy_arbo.encoders.templates import MentionInput
 from spacy_arbo.encoders.transformer import TransformerTower
+from spacy_arbo.kb.entities import split_ids
 from spacy_arbo.kb.readers import read_kb
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.retrieval.faiss_index import FaissIndex

@@ -37,12 +37,12 @@ def test_corpus_variable_selects_every_path(tmp_path):
     for corpus in ("ncbi", "bc5cdr"):
         commands = project_config(tmp_path, corpus=corpus)
         assert commands["convert"]["script"] == [
-            f"python -m spacy_arbo convert-corpus {name} assets corpus/{name} --kb kb" for name in ("ncbi", "bc5cdr")]
+            f"python -m spacy_arbo workflow convert-corpus {name} assets corpus/{name} --kb kb" for name in ("ncbi", "bc5cdr")]
         assert commands["convert"]["outputs"] == [
             f"corpus/{name}/{s}.spacy" for name in ("ncbi", "bc5cdr") for s in ("train", "dev", "test")]
         # The retriever learns from both corpora's training sets and selects on the corpus's own dev set.
         assert commands["train-retriever"]["script"][0] == (
-            f"python -m spacy_arbo join-corpora corpus/{corpus}/retriever_train.spacy "
+            f"python -m spacy_arbo workflow join-corpora corpus/{corpus}/retriever_train.spacy "
             f"{' '.join(TRAIN_SETS)}")
         assert commands["train-retriever"]["script"][1].startswith(
             f"python -m spacy train configs/retriever_frozen.cfg --output training/{corpus}/retriever "
@@ -52,7 +52,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
             f"--seen-from corpus/{corpus}/train.spacy --output metrics/{corpus}/reranker_test.json "
             f"--protocol biosyn --augment-from corpus/{corpus}/train.spacy corpus/{corpus}/dev.spacy --gpu-id -1"]
         assert commands["report"]["script"] == [
-            f"python -m spacy_arbo report metrics/{corpus} --output metrics/{corpus}/report.md"]
+            f"python -m spacy_arbo workflow report metrics/{corpus} --output metrics/{corpus}/report.md"]
         assert commands["convert-quick"]["outputs"] == [
             f"corpus/{corpus}/quick/{s}.spacy" for s in ("train", "dev", "test")]
         assert commands["evaluate-quick"]["outputs"] == [
@@ -74,7 +74,7 @@ def test_corpus_variable_selects_every_path(tmp_path):
 def test_retriever_train_variable_picks_the_training_sets(tmp_path):
     command = project_config(tmp_path, retriever_train="corpus/ncbi/train.spacy")["train-retriever"]
     assert command["script"][0] == (
-        "python -m spacy_arbo join-corpora corpus/ncbi/retriever_train.spacy corpus/ncbi/train.spacy")
+        "python -m spacy_arbo workflow join-corpora corpus/ncbi/retriever_train.spacy corpus/ncbi/train.spacy")
 
 
 def test_tower_variable_selects_the_retriever_config(tmp_path):
@@ -155,8 +155,8 @@ def test_objectives_workflow_trains_each_recipe_with_its_clock_and_compares_them
         ("hard_negatives", "plain"), ("arborescence", "arborescence"), ("proxy", "proxy"), ("fgsm", "fgsm"),
         ("combined_first", "plain"), ("combined", "arborescence")]}
     compare = commands["compare-objectives"]["script"][0].split()
-    assert compare[:4] == ["python", "-m", "spacy_arbo", "compare-runs"]
-    compared = [stage for spec in compare[4:compare.index("--dev")] for stage in spec.split("=")[1].split("+")]
+    assert compare[:5] == ["python", "-m", "spacy_arbo", "workflow", "compare-runs"]
+    compared = [stage for spec in compare[5:compare.index("--dev")] for stage in spec.split("=")[1].split("+")]
     assert sorted(compared) == sorted(runs)
     assert "metrics/ncbi/objectives.json" in commands["compare-objectives"]["outputs"]
 
@@ -166,6 +166,8 @@ def test_every_workflow_runs_commands_that_exist(tmp_path):
     names = {command["name"] for command in config["commands"]}
     for workflow, steps in config["workflows"].items():
         assert set(steps) <= names, (workflow, set(steps) - names)
+    in_a_workflow = {step for steps in config["workflows"].values() for step in steps}
+    assert names <= in_a_workflow, f"commands in no workflow: {sorted(names - in_a_workflow)}"
     assert config["workflows"]["kb-only"] == [
         "fetch-data", "build-kb", "convert", "kb-only-kb", "kb-only-align", "kb-only-assemble", "kb-only-evaluate"]
     assert config["workflows"]["kb-only-linker"] == ["kb-only-kb", "kb-only-align", "kb-only-assemble"]

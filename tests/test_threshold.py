@@ -4,7 +4,7 @@ import spacy
 from spacy_arbo.cli import main
 from spacy_arbo.corpora import write_docbin
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.threshold import tune_threshold
+from spacy_arbo.tuning.threshold import tune_threshold
 from spacy_arbo.util import ArboError
 
 from .conftest import TOY_TEXTS, make_doc

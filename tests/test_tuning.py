@@ -1,6 +1,6 @@
 import pytest
 
-from spacy_arbo.tuning import MIN_GAIN, Trial, check_min_gain, choose
+from spacy_arbo.tuning.rule import MIN_GAIN, Trial, check_min_gain, choose
 from spacy_arbo.util import ArboError
 
 

@@ -3,22 +3,40 @@ command parsing its arguments and calling functions that Python code can call to
 import argparse
 from typing import List, Optional
 
-from . import corpora, encoder, evaluate, kb, pipeline, report, tune
+from . import corpora, encoder, evaluate, kb, pipeline, results, tune
 from ._util import load_pipeline, reporting_errors, use_gpu
-from .settings import apply_settings
+from .linker_options import apply_settings
 
 __all__ = ["apply_settings", "load_pipeline", "main", "make_parser", "reporting_errors"]
 
 DESCRIPTION = "`python -m spacy_arbo COMMAND`: build a KB, convert corpora, evaluate and discover."
 # In the order `--help` lists them: data in, KB, the pipeline, encoders, tuning, scoring.
-FAMILIES = (corpora, kb, pipeline, encoder, tune, evaluate, report)
+FAMILIES = (corpora, kb, pipeline, encoder, tune, evaluate, results)
+# The Weasel workflow's plumbing, under `python -m spacy_arbo workflow COMMAND` (as spaCy keeps
+# `spacy project` apart from its user commands); every other command is top-level.
+WORKFLOW_COMMANDS = ("fetch-assets", "convert-corpus", "join-corpora", "select-pipeline", "compare-runs", "report")
+
+
+class CommandGroups:
+    """What each family's `add_commands` adds its commands to: a workflow command lands in the
+    `workflow` group, any other at the top level."""
+
+    def __init__(self, top: "argparse._SubParsersAction", workflow: "argparse._SubParsersAction") -> None:
+        self.top = top
+        self.workflow = workflow
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        return (self.workflow if name in WORKFLOW_COMMANDS else self.top).add_parser(name, **kwargs)
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m spacy_arbo", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
+    workflow = commands.add_parser("workflow", help="the Weasel workflow's steps (project.yml): fetch data, "
+                                   "join corpora, choose and compare pipelines, report")
+    groups = CommandGroups(commands, workflow.add_subparsers(dest="workflow_command", required=True))
     for family in FAMILIES:
-        family.add_commands(commands)
+        family.add_commands(groups)
     return parser
 
 

@@ -12,8 +12,9 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from ..corpora import read_docbin
-from ..evaluation import load_pipeline, recognizer_position
+from ..evaluation import recognizer_position
 from ..pipeline.arbo_linker import ArboLinker
+from ..pipeline_loading import load_pipeline
 from ..util import ArboError, PathLike, atomic_path
 
 __all__ = ["add_gpu_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",

@@ -1,9 +1,7 @@
 """Commands that write an encoder as a Hugging Face model directory, to start a retriever
-from (--paths.encoder): export-encoder, pretrain-synonyms, self-align."""
+from (--paths.encoder): export-encoder, self-align."""
 import argparse
 from typing import Dict, Optional
-
-import numpy as np
 
 from ..encoders.precision import resolve_precision
 from ..encoders.transformer import TransformerTower, encoder_path
@@ -12,7 +10,6 @@ from ..torch_model import get_module
 from ..training.alignment_batches import BATCHINGS
 from ..training.alignment_holdout import KBNames, hybrid_recall
 from ..training.self_alignment import LOSSES, AlignmentSettings, self_align
-from ..training.synonyms import name_alignment, pretrain_synonyms, synonym_pairs
 from ..util import ArboError
 from ._util import add_gpu_option, linker_component, load_pipeline, torch_device, write_json
 
@@ -27,21 +24,6 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("out_dir")
     cmd.add_argument("--component", default="arbo_linker")
     cmd.set_defaults(func=export_encoder_command)
-
-    cmd = commands.add_parser("pretrain-synonyms", help="align the names of each KB entity in an encoder (SapBERT's recipe)")
-    cmd.add_argument("kb_dir", help="entity store directory")
-    cmd.add_argument("out_dir", help="where to write the encoder (a Hugging Face model directory)")
-    cmd.add_argument("--encoder", help="encoder to start from (default: the offline MiniLM)")
-    cmd.add_argument("--epochs", type=int, default=1)
-    cmd.add_argument("--batch-size", type=int, default=128, help="name pairs per step")
-    cmd.add_argument("--learning-rate", type=float, default=2e-5)
-    cmd.add_argument("--max-length", type=int, default=25, help="word pieces per name")
-    cmd.add_argument("--max-steps", type=int, default=0, help="stop after N steps (0: every pair once per epoch)")
-    cmd.add_argument("--seed", type=int, default=0)
-    cmd.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
-                     help="auto: bf16 (autocast) where the hardware computes it natively")
-    add_gpu_option(cmd)
-    cmd.set_defaults(func=pretrain_synonyms_command)
 
     defaults = AlignmentSettings()
     cmd = commands.add_parser("self-align", help="align the names of each KB entity in an encoder to convergence "
@@ -82,30 +64,12 @@ def export_encoder_command(args: argparse.Namespace) -> None:
 
 
 def name_tower(args: argparse.Namespace) -> TransformerTower:
-    """The encoder that pretrain-synonyms and self-align train on KB names (mean-pooled, no
+    """The encoder that self-align trains on KB names (mean-pooled, no
     mention markers), on `--gpu-id`'s device at `--precision`."""
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
     tower.to(torch_device(args.gpu_id))
     tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
     return tower
-
-
-def pretrain_synonyms_command(args: argparse.Namespace) -> None:
-    kb = open_store(args.kb_dir)
-    sample = synonym_pairs(kb, np.random.default_rng(args.seed + 1))[:2000]
-    if not sample:  # self-align leaves the encoder untrained then; here the encoder is the whole point
-        raise ArboError(f"{args.kb_dir}: no entity of the KB has two names (a name and an alias): "
-                        "pretrain-synonyms has no synonym pair to align.")
-    tower = name_tower(args)
-    before = name_alignment(tower, sample)
-    losses = pretrain_synonyms(tower, kb, epochs=args.epochs, batch_size=args.batch_size,
-                               learning_rate=args.learning_rate, seed=args.seed, max_steps=args.max_steps)
-    after = name_alignment(tower, sample)
-    tower.save_pretrained(args.out_dir)
-    print(f"{len(losses):,} steps, loss {np.mean(losses[:20]):.3f} -> {np.mean(losses[-20:]):.3f}; mean cosine of "
-          f"synonyms {before[0]:.3f} -> {after[0]:.3f}, of other names {before[1]:.3f} -> {after[1]:.3f} "
-          f"({len(sample):,} pairs)")
-    print(f"Wrote {args.out_dir}: train the retriever from it with --paths.encoder {args.out_dir}")
 
 
 def self_align_command(args: argparse.Namespace) -> None:

@@ -13,7 +13,7 @@ from ..pipeline.link_confidence import pipeline_linker
 from ..util import ArboError, atomic_path
 from ..gold_corpus import read_gold_links
 from ._util import add_gpu_option, require_recognizer, write_json
-from .settings import add_setting_arguments, configured_pipeline, set_dictionaries
+from .linker_options import add_setting_arguments, configured_pipeline, set_dictionaries
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:

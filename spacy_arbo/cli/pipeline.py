@@ -7,19 +7,20 @@ from spacy.language import Language
 from spacy.util import load_config
 
 from ..corpora import read_docbin
-from ..encoders.recognizer_transformer import PRECISIONS, precision_overrides
+from ..encoders.precision import PRECISIONS
+from ..encoders.recognizer_transformer import precision_overrides
 from ..evaluation import docs_not_in
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
-from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.kb_mention_finder import MODES
+from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..pipeline.mention_finders import mention_finders
-from ..tuning import tune_link_memory
+from ..tuning.memory_settings import tune_link_memory
 from ..util import ArboError
 from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
-from .settings import add_setting_arguments, configured_pipeline
+from .linker_options import add_setting_arguments, configured_pipeline
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -74,8 +75,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True) -> None:
-    """Put `recognizer`'s 'ner', and the components before it that it reads (a
-    kb_name_marker), first in `nlp`, and a `mention_consistency` after
+    """Put `recognizer`'s 'ner', and the components before it that it reads, first in `nlp`, and a `mention_consistency` after
     it unless `consistency` is off; the linking components then read the mentions found, in
     evaluation (spacy evaluate) too, instead of the gold ones."""
     if "ner" not in recognizer.pipe_names:

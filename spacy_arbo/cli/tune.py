@@ -4,9 +4,10 @@ import argparse
 import shutil
 
 from ..calibrate import calibrate_pipeline
-from ..reranker import tuning as reranker_tuning
-from ..threshold import deciding_component, tune_threshold
-from ..tuning import MIN_GAIN, SELECTION_METRICS, check_min_gain, select_pipeline
+from ..tuning import reranker_settings as reranker_tuning
+from ..tuning.threshold import deciding_component, tune_threshold
+from ..tuning.pipeline_choice import SELECTION_METRICS, select_pipeline
+from ..tuning.rule import MIN_GAIN, check_min_gain
 from ..util import atomic_path
 from ..gold_corpus import read_gold_links
 from ._util import add_gpu_option, load_pipeline, require_recognizer, write_pipeline

@@ -14,14 +14,14 @@ from spacy.pipeline import Sentencizer
 from spacy.tokens import Doc
 from spacy.util import filter_spans
 
+from ..component_settings import check_at_least
 from ..kb.entities import NIL, normalize_id
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least
 from ..util import ArboError, PathLike, read_lines
 from .blink import BlinkMention, read_blink_jsonl
-from .gold_mention import split_ids
+from .conversion_report import ConversionReport
+from .gold_mention import parse_gold_ids
 from .pubtator import PubTatorDocument, read_pubtator
-from .report import ConversionReport
 
 CORPUS_FORMATS = ("auto", "pubtator", "blink")
 
@@ -40,7 +40,7 @@ def guess_corpus_format(path: PathLike) -> str:
 
 
 def _link(ids_raw: str, kb: Optional[BaseEntityStore], report: ConversionReport) -> str:
-    parts = split_ids(ids_raw)
+    parts = parse_gold_ids(ids_raw)
     linked = [kb.resolve(part) if kb is not None else normalize_id(part) for part in parts]
     kept = list(dict.fromkeys(i for i in linked if i))
     if len(parts) > 1:

@@ -18,7 +18,8 @@ class Mention(NamedTuple):
     ids_raw: str
 
 
-def split_ids(ids_raw: str) -> List[str]:
-    """The concept ids of a gold id field: composite ids split, `-1` and blanks removed."""
+def parse_gold_ids(ids_raw: str) -> List[str]:
+    """The concept ids of a corpus file's gold id field: composite ids split on `|` or `+`, `-1` and
+    blanks removed. (A Doc's `kb_id_` joins ids with `|` only: `kb.entities.split_ids`.)"""
     parts = (part.strip() for part in _COMPOSITE_SEPARATOR.split(ids_raw))
     return [part for part in parts if part and part != NO_ID]

@@ -8,8 +8,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, PathLike, atomic_path
 from .conversion import convert_corpus
+from .conversion_report import ConversionReport
 from .docbin import write_docbin
-from .report import ConversionReport
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from spacy.util import registry
 
 from ..kb.store import open_store
 from .conversion import iter_corpus
-from .report import ConversionReport
+from .conversion_report import ConversionReport
 
 
 @registry.readers("spacy_arbo.PubTatorCorpus.v1")

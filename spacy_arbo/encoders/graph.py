@@ -22,7 +22,7 @@ import torch
 from spacy.util import registry
 from torch import nn
 
-from ..settings import check_at_least, check_choice
+from ..component_settings import check_at_least, check_choice
 from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError
 from .templates import EntityInput, MentionInput, Triplet

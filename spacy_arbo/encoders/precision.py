@@ -15,7 +15,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..settings import check_choice
+from ..component_settings import check_choice
 
 PRECISIONS = ("auto", "fp32", "bf16", "int8")
 

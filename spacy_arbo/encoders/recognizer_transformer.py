@@ -23,12 +23,11 @@ from thinc.api import Config, Model
 from thinc.types import Floats2d, Ragged
 from transformers.modeling_outputs import BaseModelOutput
 
-from ..settings import check_choice
+from ..component_settings import check_choice
 from ..util import ArboError
-from .precision import resolve_precision
+from .precision import PRECISIONS, resolve_precision
 from .quantized import Int8Copy
 
-PRECISIONS = ("auto", "fp32", "bf16", "int8")
 FLOAT_OUTPUTS = "_arbo_float_outputs"
 ARCHITECTURE = "spacy_arbo.Tok2VecTransformer.v1"
 # Architectures whose model this one builds node for node.

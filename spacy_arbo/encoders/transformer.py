@@ -284,7 +284,7 @@ def build_transformer_tower(
 
 @registry.misc("spacy_arbo.encoder_path.v1")
 def encoder_path(path: Optional[str] = None) -> str:
-    """`path` (e.g. an encoder from `python -m spacy_arbo pretrain-synonyms`), or the
+    """`path` (e.g. an encoder from `python -m spacy_arbo self-align`), or the
     default MiniLM when it is null: one config serves both."""
     return default_encoder_path() if path is None else str(path)
 

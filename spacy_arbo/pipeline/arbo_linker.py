@@ -19,13 +19,13 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
+from ..component_settings import setting_defaults, with_setting_parameters
 from ..encoders.templates import EntityInput, MentionInput, Triplet
 from ..kb.entities import NIL, Entity
 from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate
 from ..retrieval.candidates import Candidates
 from ..retrieval.retriever import EntityRetriever
-from ..settings import setting_defaults, with_setting_parameters
 from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingMentions
 from ..training.objectives import Objective

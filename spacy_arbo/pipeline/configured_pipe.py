@@ -1,21 +1,18 @@
 """The part of a pipe that is the same for every spacy-arbo component: settings held as a
 frozen dataclass and kept in step with the pipeline's config, and the wrapped scorer."""
 import dataclasses
-from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
-import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
+from ..component_settings import replace_settings, store_in_config
 from ..kb.store import BaseEntityStore
-from ..settings import replace_settings, store_in_config
 from ..util import ArboError
 
-LEGACY_SETTINGS_FILE = "cfg"
 
 
 class ConfiguredPipe(TrainablePipe):
@@ -80,21 +77,6 @@ class ConfiguredPipe(TrainablePipe):
 
     def _score_with_gold_ents(self, examples, **kwargs) -> Dict[str, Any]:
         raise NotImplementedError
-
-    def _load_legacy_settings(self, path: Path) -> bool:
-        """spacy-arbo 0.1 kept settings in a `cfg` file that won over the config: it still
-        does for such pipelines, and its values move into the config."""
-        file = path / LEGACY_SETTINGS_FILE
-        if not file.exists():
-            return False
-        try:
-            settings = srsly.read_json(file)
-        except ValueError as err:
-            raise ArboError(f"{file}: not a JSON settings file ({err}); re-save the pipeline.") from None
-        if not isinstance(settings, dict):
-            raise ArboError(f"{file}: expected a JSON object of settings; re-save the pipeline.")
-        self.configure(**settings)
-        return True
 
     def add_label(self, label: str) -> int:
         raise NotImplementedError

@@ -21,6 +21,7 @@ from .kb_mention_finder import KBMentionFinder
 from .link_decisions import Link
 from .link_memory import memory_key, remembered_candidates
 from .links import CANDIDATES
+from .neighbours import neighbours
 
 
 class ExactNames:
@@ -65,20 +66,14 @@ class ExactNames:
         return [linkable[j] for j in left], [mentions[j] for j in left]
 
 
-def _before_and_after(nlp: Optional[Language], component: object) -> Tuple[List[Tuple[str, Any]], List[Tuple[str, Any]]]:
-    pipeline = list(nlp.pipeline) if nlp is not None else []
-    position = next((i for i, (_, proc) in enumerate(pipeline) if proc is component), None)
-    return ([], []) if position is None else (pipeline[:position], pipeline[position + 1:])
-
-
 def candidates_read_after(nlp: Optional[Language], component: object) -> bool:
     """Whether a component after `component` in `nlp` reads `span._.kb_candidates`."""
-    return any(CANDIDATES in nlp.get_pipe_meta(name).requires for name, _ in _before_and_after(nlp, component)[1])
+    return any(CANDIDATES in nlp.get_pipe_meta(name).requires for name, _ in neighbours(nlp, component)[1])
 
 
 def proposals_before(nlp: Optional[Language], component: object, spans: Sequence[Span]) -> Set[Tuple[int, int, int]]:
     """(doc id, start, end) of the spans' docs' proposals by `kb_mention_finder`s before `component`."""
-    keys = [proc.cfg["spans_key"] for _, proc in _before_and_after(nlp, component)[0] if isinstance(proc, KBMentionFinder)]
+    keys = [proc.cfg["spans_key"] for _, proc in neighbours(nlp, component)[0] if isinstance(proc, KBMentionFinder)]
     docs = {id(span.doc): span.doc for span in spans}
     return {(doc_id, proposal.start, proposal.end) for doc_id, doc in docs.items() for key in keys
             if key in doc.spans for proposal in doc.spans[key]}

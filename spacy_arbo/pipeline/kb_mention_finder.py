@@ -26,15 +26,14 @@ from spacy.training import Example
 from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
+from ..component_settings import check_at_least, check_choice, config_checked
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, check_choice, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
 from .kb_versions import check_kb_version, kb_version, read_version, write_version
 
 MODES = ("add", "replace")
-MARK = "mark"  # kb_name_marker's mode: the names in doc.spans only
 NAMES_FILE = "names.json"
 # Names longer than this many tokens are descriptions, not something a text writes.
 MAX_NAME_TOKENS = 12
@@ -105,16 +104,14 @@ def is_abbreviation(name: str) -> bool:
 class KBMentionFinder(Pipe):
     """Proposes every span that matches a KB name as a mention with `label`: in "add" mode
     beside the mentions already in `doc.ents` (those win where they overlap), in "replace"
-    mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`; in
-    MARK mode (`kb_name_marker`) they are only kept there, for a recognizer that reads them as
-    features (`spacy_arbo.SpanMarks.v1`).
+    mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`.
     Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
                  make_doc: Callable[[str], Doc], nlp: Optional[Language] = None) -> None:
         """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are;
         `nlp`: the pipeline, whose KB the names must be of (`kb_versions`)."""
-        check_choice("mode", mode, (*MODES, MARK))
+        check_choice("mode", mode, MODES)
         check_at_least(1, min_chars=min_chars)
         self.vocab = vocab
         self.name = name
@@ -191,10 +188,9 @@ class KBMentionFinder(Pipe):
         found = [Span(doc, start, end, label=self.cfg["label"])
                  for matcher in self._matchers.values() for _, start, end in matcher(doc)]
         found += self._defined_short_forms(doc)
-        if self.cfg["mode"] in ("replace", MARK):
+        if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)
-            if self.cfg["mode"] == "replace":
-                doc.ents = proposals
+            doc.ents = proposals
         else:
             taken = {i for ent in doc.ents for i in range(ent.start, ent.end)}
             proposals = [s for s in filter_spans(found) if not taken.intersection(range(s.start, s.end))]
@@ -271,15 +267,6 @@ def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_
                            spans_key: str) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
-                           make_doc=nlp.make_doc, nlp=nlp)
-
-
-@Language.factory("kb_name_marker", assigns=["doc.spans"], default_config={"min_chars": 3, "spans_key": "kb_names"})
-@config_checked
-def make_kb_name_marker(nlp: Language, name: str, min_chars: Any, spans_key: str) -> KBMentionFinder:
-    """The spans that read as KB names, in `doc.spans[spans_key]` only, for a recognizer that
-    reads them as features (`spacy_arbo.SpanMarks.v1`); it finds no mentions itself."""
-    return KBMentionFinder(nlp.vocab, name, label="", mode=MARK, min_chars=min_chars, spans_key=spans_key,
                            make_doc=nlp.make_doc, nlp=nlp)
 
 

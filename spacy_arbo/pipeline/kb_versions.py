@@ -1,5 +1,5 @@
 """One KB version per pipeline. Every component that keeps something made from a KB (the names a
-`kb_mention_finder` or `kb_name_marker` matches, the ids a `link_memory` writes) records the
+`kb_mention_finder` matches, the ids a `link_memory` writes) records the
 version of that KB (its fingerprint), and is checked against the KB the pipeline links to: a
 finder over another KB proposes names that the linker then links to whatever entity is nearest,
 and one left behind by `kb add` never finds the new entities. `follow_kb` brings every such

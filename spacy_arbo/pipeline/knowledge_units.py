@@ -13,10 +13,10 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
+from ..component_settings import check_at_least, check_choice
 from ..encoders.templates import Triplet
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, check_choice
 
 MentionUnits = Callable[[Span], List[Triplet]]
 EntityUnits = Callable[[Entity, BaseEntityStore], List[Triplet]]

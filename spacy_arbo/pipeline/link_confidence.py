@@ -18,7 +18,7 @@ from ..confidence.calibration import Calibration
 from ..confidence.features import FEATURES, link_features
 from ..confidence.label_free import label_free_calibration
 from ..kb.entities import NIL
-from ..settings import config_checked
+from ..component_settings import config_checked
 from ..util import ArboError, atomic_path, read_msgpack
 from .link_memory import LinkMemory, memory_key
 from .links import read_kb_id, write_kb_id

@@ -21,12 +21,13 @@ from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
+from ..component_settings import check_at_least, config_checked
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, config_checked
 from ..util import ArboError, atomic_path, read_json
 from .kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
 from .links import write_kb_id
+from .neighbours import neighbours
 
 MEMORY_FILE = "memory.json"
 _NON_WORD = re.compile(r"\W+")
@@ -236,10 +237,7 @@ def remembered_candidates(kb_id: str, share: float) -> List[Tuple[str, float]]:
 def memories_after(nlp: Optional[Language], component: object) -> List[LinkMemory]:
     """The enabled link memories that run after `component` in `nlp`: their links replace
     whatever `component` decides for the mentions they remember."""
-    names = [proc for _, proc in nlp.pipeline] if nlp is not None else []
-    if component not in names:
-        return []
-    return [proc for proc in names[names.index(component) + 1:] if isinstance(proc, LinkMemory)]
+    return [proc for _, proc in neighbours(nlp, component)[1] if isinstance(proc, LinkMemory)]
 
 
 def unknown_ids(memory: LinkMemory, known: Callable[[str], bool]) -> List[str]:

@@ -96,10 +96,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
 def from_disk(linker: Any, path: Path, exclude: Iterable[str]) -> None:
     """A saved linker, with the settings of the config it was saved with (`earlier_defaults`)."""
     linker.configure(**settings_saved_without(path, linker.name, linker.settings))
-    if linker._load_legacy_settings(path):
-        from_legacy_disk(linker, path)
-    else:
-        _from_current_disk(linker, path, exclude)
+    _from_current_disk(linker, path, exclude)
     _after_load(linker)
 
 
@@ -135,14 +132,3 @@ def _load_model(linker: Any, path: Path) -> None:
     if linker.settings.uses_dense:
         raise ArboError(f"{path.parent}: the linker's weights file '{path.name}' is missing, so it would encode "
                         "with the untrained encoder; copy the saved pipeline again, whole.")
-
-
-def from_legacy_disk(linker: Any, path: Path) -> None:
-    """spacy-arbo 0.1 kept the indexes beside the model."""
-    logger.warning("%s: '%s' was saved by spacy-arbo 0.1, whose settings file overrides the config; "
-                   "re-save the pipeline to change settings at load time.", linker.name, path)
-    linker.model.from_disk(path / "model")
-    linker.set_kb(open_store(path / "kb"))
-    linker.require_retriever().from_disk(path)
-    if (path / "anchors").exists():
-        _load_anchors(linker, TrainingMentions.from_disk(path / "anchors", linker.kb))

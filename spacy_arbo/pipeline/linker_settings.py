@@ -6,10 +6,10 @@ from typing import List, Optional
 import srsly
 from thinc.api import Config
 
+from ..component_settings import check_at_least, check_choice
 from ..encoders.precision import PRECISIONS
 from ..linking.clustering import GRAPHS
 from ..retrieval.retriever import RetrievalSettings
-from ..settings import check_at_least, check_choice
 from ..util import ArboError
 
 LINKINGS = ("independent", "clustering")

@@ -21,7 +21,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
-from ..settings import config_checked
+from ..component_settings import config_checked
 from ..util import ArboError
 from .abbreviations import LongForms, short_form_spans, word_occurrences
 

@@ -9,6 +9,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from ..util import ArboWarning
+from .neighbours import neighbours
 
 
 def mention_finders(nlp: Language) -> List[str]:
@@ -23,7 +24,7 @@ def warn_without_mention_finder(nlp: Optional[Language], component: object, name
     component before it that finds any; whether it warned."""
     if nlp is None or not any(proc is component for _, proc in nlp.pipeline):
         return False
-    before = nlp.pipe_names[:[proc for _, proc in nlp.pipeline].index(component)]
+    before = [name for name, _ in neighbours(nlp, component)[0]]
     if set(before) & set(mention_finders(nlp)):
         return False
     warnings.warn(f"{name}: no component before it finds mentions, so it links none (doc.ents is empty); put "

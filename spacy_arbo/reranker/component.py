@@ -16,13 +16,14 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
+from ..component_settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
 from ..pipeline.links import CANDIDATES, best_above, write_link
+from ..pipeline.neighbours import neighbours
 from ..scoring import gold_ids
-from ..settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
 from ..torch_model import get_module
 from ..util import ArboError
 from .loss import ranked_mentions, reranker_loss
@@ -167,12 +168,7 @@ class MultiCrossReranker(ConfiguredPipe):
 
     def _upstream(self) -> List[Tuple[str, Any]]:
         """The components before this one, disabled ones included."""
-        before: List[Tuple[str, Any]] = []
-        for name, proc in self.nlp.components if self.nlp is not None else []:
-            if proc is self:
-                return before
-            before.append((name, proc))
-        return []
+        return neighbours(self.nlp, self, disabled=True)[0]
 
     def set_kb(self, kb: BaseEntityStore) -> None:
         """Give the reranker a KB of its own (saved with it) instead of the retriever's."""
@@ -367,7 +363,6 @@ class MultiCrossReranker(ConfiguredPipe):
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
         path = Path(path)
-        self._load_legacy_settings(path)  # spacy-arbo 0.1 also saved a copy of the KB
         deserializers = {
             "model": lambda p: self.model.from_disk(p),
             "kb": lambda p: self._load_kb(open_store(p)) if p.exists() else None,
@@ -379,7 +374,7 @@ class MultiCrossReranker(ConfiguredPipe):
     def _load_kb(self, kb: BaseEntityStore) -> None:
         self._own_kb = None
         upstream = self.kb
-        # A copy of the retriever's KB (as spacy-arbo 0.1 saved one) is not kept twice.
+        # A copy of the retriever's KB is not kept twice.
         if upstream is None or upstream.fingerprint() != kb.fingerprint():
             self._own_kb = kb
         self._planner = None

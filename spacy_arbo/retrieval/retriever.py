@@ -17,11 +17,11 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequ
 import numpy as np
 import srsly
 
+from ..component_settings import check_at_least, check_choice, check_types
 from ..encoders.templates import ENTITY_FIELDS, EntityInput, Triplet, entity_inputs
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate, plan_update, updated_store
-from ..settings import check_at_least, check_choice, check_types
 from ..util import ArboError, PathLike, atomic_path, read_json
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 from .faiss_index import FaissIndex

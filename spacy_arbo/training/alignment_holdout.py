@@ -109,13 +109,6 @@ def score_held_out(vectors: np.ndarray, names: KBNames, held_out: HeldOutNames) 
     return HeldOutScore(float(np.concatenate(hits).mean()), float(np.concatenate(losses).mean()))
 
 
-def held_out_score(tower: Tower, kb: BaseEntityStore, held_out: HeldOutNames) -> HeldOutScore:
-    """`score_held_out` of `tower`'s vectors of every name of `kb`: a KB and an encoder in,
-    nothing else."""
-    names = KBNames(kb)
-    return score_held_out(encode_names(tower, names.texts), names, held_out)
-
-
 def _entity_maxima(scores: np.ndarray, owners: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Per query, each entity's best score over its names, and the entity rows (columns)."""
     order = np.argsort(owners, kind="stable")

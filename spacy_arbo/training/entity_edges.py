@@ -6,7 +6,7 @@ from typing import Dict, List
 import numpy as np
 import torch
 
-from ..settings import check_choice
+from ..component_settings import check_choice
 from . import losses
 from .arborescence import hard_negatives
 from .mentions import TrainingBatch

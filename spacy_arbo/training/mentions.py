@@ -19,7 +19,6 @@ from ..util import ArboError, atomic_path
 
 MentionKey = Tuple[Hashable, int, int]
 MENTIONS_FILE = "mentions.msgpack"
-LEGACY_VECTORS_FILE = "vectors.npy"
 
 
 def mention_key(span: Span) -> MentionKey:
@@ -146,10 +145,6 @@ class TrainingMentions:
         path = Path(path)
         try:
             data = srsly.read_msgpack(path / MENTIONS_FILE)
-            if (path / LEGACY_VECTORS_FILE).exists():
-                # spacy-arbo 0.1 kept the vectors in a .npy file beside the msgpack.
-                vectors = np.load(path / LEGACY_VECTORS_FILE, allow_pickle=False).astype(np.float32)
-                data = {**data, "vectors": vectors.tobytes(), "dim": vectors.shape[-1]}
-        except Exception as err:  # msgpack and numpy raise several unrelated types
+        except Exception as err:  # msgpack raises several unrelated types
             raise ArboError(f"Cannot read the stored training mentions in '{path}': {err!r}") from None
         return cls.from_dict(data, kb, f"'{path}'")

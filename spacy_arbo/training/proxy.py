@@ -4,7 +4,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..settings import check_choice
+from ..component_settings import check_choice
 from ..util import ArboError
 from . import losses
 from .arborescence import hard_negatives

@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..component_settings import check_at_least, check_choice
 from ..encoders.tower import Tower
 from ..kb.store import BaseEntityStore
-from ..settings import check_at_least, check_choice
 from ..util import ArboError
 from .alignment_batches import BATCHINGS, nearest_entities, neighbour_batches, neighbour_order
 from .alignment_holdout import HeldOutNames, KBNames, encode_names, hold_out_names, score_held_out

@@ -1,5 +1,5 @@
 """Synonym pairs of a KB and the losses that pull them together: what self-alignment
-(`self_alignment.py`) and the short `pretrain-synonyms` run train an encoder with.
+(`self_alignment.py`) trains an encoder with.
 
 SapBERT's self-alignment recipe on our own KB: batches of (name, other name of the same
 entity) pairs, every other name in the batch a negative unless it names the same entity.
@@ -7,7 +7,7 @@ It teaches the encoder synonyms that no training mention shows (the entities a c
 never mentions), and needs no labelled mention at all.
 """
 from dataclasses import dataclass
-from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -16,7 +16,6 @@ from tqdm import tqdm
 from ..encoders.templates import EntityInput
 from ..encoders.tower import Tower
 from ..kb.store import BaseEntityStore
-from ..util import ArboError
 
 # (text, entity row): one name of the KB, as `BaseEntityStore.alias_pairs` gives them.
 Name = Tuple[str, int]
@@ -118,13 +117,11 @@ def batches(pairs: Sequence[SynonymPair], size: int) -> Iterator[Sequence[Synony
 
 
 def train_on_pairs(tower: Tower, optimizer: torch.optim.Optimizer, pair_batches: Iterable[Sequence[SynonymPair]],
-                   loss: PairLoss, bar: tqdm, max_steps: Optional[int] = None) -> List[float]:
-    """One update of `tower` per batch (at most `max_steps`); the loss of each."""
+                   loss: PairLoss, bar: tqdm) -> List[float]:
+    """One update of `tower` per batch; the loss of each."""
     tower.train()
     losses: List[float] = []
     for batch in pair_batches:
-        if max_steps is not None and len(losses) >= max_steps:
-            break
         vectors = tower.encode_entities(pair_inputs(batch))
         value = loss(vectors, torch.tensor([p.row for p in batch] * 2, device=vectors.device))
         optimizer.zero_grad()
@@ -140,49 +137,3 @@ def train_on_pairs(tower: Tower, optimizer: torch.optim.Optimizer, pair_batches:
 
 def alignment_optimizer(tower: Tower, learning_rate: float) -> torch.optim.Optimizer:
     return torch.optim.AdamW([p for p in tower.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.01)
-
-
-def pretrain_synonyms(
-    tower: Tower,
-    kb: BaseEntityStore,
-    *,
-    epochs: int = 1,
-    batch_size: int = 128,
-    learning_rate: float = 2e-5,
-    scale: float = 20.0,
-    seed: int = 0,
-    max_steps: Optional[int] = None,
-    progress: bool = True,
-) -> List[float]:
-    """Train `tower` in place on the KB's synonym pairs with the multi-positive InfoNCE of
-    random batches, no model selection (`self_align` runs the full recipe); the loss of
-    every step."""
-    if epochs < 1 or batch_size < 2 or learning_rate <= 0:
-        raise ArboError(f"Synonym pretraining takes epochs >= 1, batch_size >= 2 and learning_rate > 0; "
-                        f"got {epochs}, {batch_size} and {learning_rate}.")
-    rng = np.random.default_rng(seed)
-    torch.manual_seed(seed)
-    epoch_pairs = [synonym_pairs(kb, rng) for _ in range(epochs)]
-    if not epoch_pairs[0]:
-        raise ArboError("Synonym pretraining needs entities with at least two names; the KB has none.")
-    total = sum(len(list(batches(p, batch_size))) for p in epoch_pairs)
-    total = min(total, max_steps) if max_steps else total
-    all_batches = (batch for pairs in epoch_pairs for batch in batches(pairs, batch_size))
-    with tqdm(total=total, desc="synonym pretraining", unit="step", disable=not progress, mininterval=2.0) as bar:
-        return train_on_pairs(tower, alignment_optimizer(tower, learning_rate), all_batches,
-                              lambda vectors, labels: multi_positive_infonce(vectors, labels, scale), bar, total)
-
-
-def name_alignment(tower: Tower, pairs: Sequence[SynonymPair], batch_size: int = 256) -> Tuple[float, float]:
-    """Mean cosine of synonym pairs and of mismatched pairs (each name with the next
-    pair's synonym): how far apart pretraining pulled the two."""
-    with torch.no_grad():
-        vectors = []
-        for batch in batches(pairs, batch_size):
-            encoded = torch.nn.functional.normalize(tower.encode_entities(pair_inputs(batch)), dim=-1)
-            vectors.append((encoded[: len(batch)], encoded[len(batch):]))
-    names = torch.cat([a for a, _ in vectors])
-    synonyms = torch.cat([b for _, b in vectors])
-    same = (names * synonyms).sum(-1).mean()
-    other = (names * synonyms.roll(1, dims=0)).sum(-1).mean()
-    return float(same), float(other)

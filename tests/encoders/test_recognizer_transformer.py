@@ -231,8 +231,8 @@ factory = "ner"
 [components.ner.model.tok2vec.*.transformer]
 @architectures = "spacy-transformers.Tok2VecTransformer.v3"
 
-[components.ner.model.tok2vec.*.kb_names]
-@architectures = "spacy_arbo.SpanMarks.v1"
+[components.ner.model.tok2vec.*.cnn]
+@architectures = "spacy.HashEmbedCNN.v2"
 """)
     assert precision_overrides(config, "int8") == {
         "components.ner.model.tok2vec.*.transformer.@architectures": "spacy_arbo.Tok2VecTransformer.v1",

@@ -3,7 +3,6 @@ import pickle
 import numpy as np
 import pytest
 import spacy
-import srsly
 from spacy.tokens import Span
 from spacy.training import Example
 
@@ -255,32 +254,3 @@ def test_mentions_without_word_characters_are_not_linked(toy_kb_dir):
     assert [e.kb_id_ for e in doc.ents][1:3] == [NIL, NIL]
     assert doc.ents[1]._.kb_candidates == [] and doc.ents[2]._.kb_candidates == []
     assert all(e.kb_id_ != NIL and len(e._.kb_candidates) == 4 for e in (doc.ents[0], doc.ents[3]))
-
-
-def test_a_pipeline_saved_by_version_0_1_still_loads(tmp_path, toy_kb_dir, toy_docs):
-    """0.1 kept settings in `cfg` (winning over config.cfg) and the indexes beside the model."""
-    nlp = make_nlp(toy_kb_dir, candidate_source="hybrid")
-    before = links(nlp.pipe(unlinked(nlp, toy_docs)))
-    nlp.to_disk(tmp_path / "p")
-    component = tmp_path / "p" / "arbo_linker"
-    for name in ("index", "tfidf"):
-        (component / "indexes" / name).rename(component / name)
-    (component / "indexes").rmdir()
-    srsly.write_json(component / "cfg", {**nlp.get_pipe("arbo_linker").cfg, "threshold": 0.0})
-    loaded = spacy.load(tmp_path / "p")
-    assert loaded.get_pipe("arbo_linker").cfg["threshold"] == 0.0
-    assert loaded.config["components"]["arbo_linker"]["threshold"] == 0.0
-    assert links(loaded.pipe(unlinked(loaded, toy_docs))) == before
-
-
-def test_a_corrupt_settings_file_of_version_0_1_is_one_line(tmp_path, toy_kb_dir, capsys):
-    from spacy_arbo.cli import main
-
-    make_nlp(toy_kb_dir).to_disk(tmp_path / "p")
-    (tmp_path / "p" / "arbo_linker" / "cfg").write_text("{not json")
-    with pytest.raises(ArboError, match=r"arbo_linker/cfg: not a JSON settings file"):
-        spacy.load(tmp_path / "p")
-    capsys.readouterr()  # the progress bar of encoding the KB above
-    assert main(["evaluate", str(tmp_path / "p"), str(tmp_path / "missing.spacy")]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "cfg: not a JSON settings file" in err

@@ -1,7 +1,7 @@
 """With `kb_names_first`, a mention written as a KB name of one entity (an abbreviation read as
 the long form its doc defines) is linked to it without being encoded; names of two entities,
 other texts, what a link memory remembers and mentions whose candidates a reranker reads are not."""
-from spacy_arbo.cli.settings import apply_settings
+from spacy_arbo.cli.linker_options import apply_settings
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.pipeline.exact_names import candidates_read_after

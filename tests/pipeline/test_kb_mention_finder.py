@@ -63,19 +63,6 @@ def test_add_mode_keeps_the_recognizers_mentions(toy_kb):
     assert [s.text for s in doc.spans["kb_mentions"]] == ["fever"]
 
 
-def test_the_marker_keeps_the_names_in_spans_and_leaves_the_ents(toy_kb):
-    nlp = spacy.blank("en")
-    marker = nlp.add_pipe("kb_name_marker", config={"spans_key": "marks"})
-    marker.initialize(nlp=nlp, kb_loader=lambda _vocab: toy_kb)
-    doc = marker(make_doc(nlp, "Wilson disease and fever today.", [("today", "")], label="NER"))
-    assert [(e.text, e.label_) for e in doc.ents] == [("today", "NER")]
-    assert [s.text for s in doc.spans["marks"]] == ["Wilson disease", "fever"]
-    # It finds no mentions, as its meta says: an end-to-end pipeline still needs a recognizer.
-    assert mention_finders(nlp) == []
-    with pytest.raises(ArboError, match="mode 'mark'"):
-        spacy.blank("en").add_pipe("kb_mention_finder", config={"mode": "mark"})
-
-
 def test_unlinked_proposals_are_dropped_and_the_recognizers_nil_kept(toy_kb):
     nlp = finder_nlp(toy_kb, mode="add")
     doc = make_doc(nlp, "An odd turn, fever and cough.", [("odd turn", "")], label="NER")

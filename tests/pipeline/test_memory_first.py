@@ -46,7 +46,7 @@ def test_without_a_memory_after_it_every_mention_is_encoded(toy_kb_dir):
 
 
 def test_tuning_the_memory_scores_the_pipeline_without_it_as_without_it(toy_kb_dir):
-    from spacy_arbo.tuning import tune_link_memory
+    from spacy_arbo.tuning.memory_settings import tune_link_memory
 
     from .test_link_memory import train_docs as memory_docs
     dev = [make_doc(make_nlp(toy_kb_dir), TEXT, [(text, DIABETES if text == "SUGAR SICKNESS" else "MESH:D005334")

@@ -3,7 +3,7 @@ import spacy
 
 from spacy_arbo.cli import main
 from spacy_arbo.corpora import write_docbin
-from spacy_arbo.reranker.tuning import RerankerTuning, tune_reranker
+from spacy_arbo.tuning.reranker_settings import RerankerTuning, tune_reranker
 from spacy_arbo.util import ArboError
 
 from ..util import make_two_stage_nlp
@@ -51,7 +51,7 @@ def test_a_smaller_top_n_loses_to_a_better_one_beyond_max_loss(tiny_bert_dir, to
     reranker = nlp.get_pipe("multi_cross_reranker")
     accuracies = iter([0.85, 0.80, 0.90])  # the retriever, then top_n 1 and 4 at the one weight
 
-    monkeypatch.setattr("spacy_arbo.reranker.tuning.accuracy", lambda outcomes: next(accuracies, 0.5))
+    monkeypatch.setattr("spacy_arbo.tuning.reranker_settings.accuracy", lambda outcomes: next(accuracies, 0.5))
     tuned = tune_reranker(nlp, toy_docs, [0.0], top_ns=[1, 4], max_loss=0.05)
     assert (tuned.top_n, tuned.accuracy) == (4, 0.90)
     assert reranker.cfg["top_n"] == 4
@@ -63,7 +63,7 @@ def test_the_cli_warns_when_the_reranker_never_beats_the_retriever(
 ):
     make_two_stage_nlp(tiny_bert_dir, toy_kb_dir).to_disk(tmp_path / "pipeline")
     write_docbin(toy_docs, tmp_path / "dev.spacy")
-    monkeypatch.setattr("spacy_arbo.reranker.tuning.tune_reranker",
+    monkeypatch.setattr("spacy_arbo.tuning.reranker_settings.tune_reranker",
                         lambda nlp, docs, weights, top_ns, max_loss: RerankerTuning(
                             0.8, [(4, 0.0, 0.6), (4, 1.0, best_accuracy)], {4: 10.0}, 4, 1.0))
     assert main(["tune-reranker", str(tmp_path / "pipeline"), str(tmp_path / "dev.spacy")]) == 0

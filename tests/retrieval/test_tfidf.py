@@ -190,13 +190,13 @@ def test_missing_or_corrupt_files_name_the_file(tmp_path, toy_kb):
 @pytest.mark.slow
 def test_real_ncbi_disease_recall(data_dir):
     """The TF-IDF baseline on NCBI Disease test against CTD (DESIGN.md: R@1 0.719, R@64 0.894)."""
-    from spacy_arbo.corpora import read_pubtator, split_ids
+    from spacy_arbo.corpora import read_pubtator, parse_gold_ids
     from spacy_arbo.kb.readers import read_kb
 
     kb = read_kb(data_dir / "ctd" / "CTD_diseases_2017-06-06.tsv.gz", "ctd")
     mentions = [m for doc in read_pubtator(data_dir / "ncbi_disease" / "NCBItestset_corpus.txt")
                 for m in doc.mentions]
-    gold = [{kb.row(i) for i in map(kb.resolve, split_ids(m.ids_raw)) if i} for m in mentions]
+    gold = [{kb.row(i) for i in map(kb.resolve, parse_gold_ids(m.ids_raw)) if i} for m in mentions]
     texts = [m.text for m in mentions]
     recalls = {}
     for backend in ("exact", "ann"):
