@@ -177,6 +177,8 @@ def _infons(infons: Dict[str, str]) -> Dict[str, str]:
 def import_bioc() -> Any:
     try:
         import bioc
+        import bioc.biocjson
+        import bioc.biocxml
     except ImportError:
         raise ArboError("Reading or writing BioC needs the bioc package: pip install 'spacy-arbo[bioc]'.") from None
     return bioc

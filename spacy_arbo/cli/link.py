@@ -3,6 +3,8 @@ import argparse
 from pathlib import Path
 
 from ..annotation import INPUT_FORMATS, OUTPUT_FORMATS, link_corpus
+from ..annotation.scoring import score_pubtator
+from ..kb.store import open_store
 from ._util import add_gpu_option, non_negative_int
 
 # The output format an output's suffix stands for, when --format is not given.
@@ -43,6 +45,14 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     add_gpu_option(cmd)
     cmd.set_defaults(func=link_command)
 
+    cmd = commands.add_parser("score-pubtator", help="end-to-end P/R/F of a PubTator file `link` wrote against a gold "
+                              "PubTator file (exact span and id set, as evaluate --end-to-end)")
+    cmd.add_argument("predicted")
+    cmd.add_argument("gold")
+    cmd.add_argument("--kb", help="read both files' ids through this KB (build-kb), as convert-corpus --kb does")
+    cmd.add_argument("--types", nargs="+", help="score only gold mentions of these types (e.g. Disease for BC5CDR)")
+    cmd.set_defaults(func=score_pubtator_command)
+
 
 def link_command(args: argparse.Namespace) -> None:
     fmt = args.format or SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "jsonl")
@@ -51,3 +61,8 @@ def link_command(args: argparse.Namespace) -> None:
                           ray=args.ray is not None, ray_address=args.ray or None, strict=args.strict,
                           min_confidence=args.min_confidence, candidates=args.candidates)
     print(summary.line(args.output))
+
+
+def score_pubtator_command(args: argparse.Namespace) -> None:
+    scores = score_pubtator(args.predicted, args.gold, open_store(args.kb) if args.kb else None, args.types)
+    print("  ".join(f"{key} {value:.4f}" for key, value in scores.items()))
