@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 from ..corpora.pubtator import read_pubtator
 from ..util import ArboError, PathLike
-from .records import RESERVED, Record, check_mention, gold_mention
+from .records import RESERVED, Record, StrictStop, check_mention, gold_mention
 
 INPUT_FORMATS = ("auto", "text", "jsonl", "pubtator", "bioc-xml", "bioc-json")
 # What a folder's files are read as, by suffix (auto); other files in it are not inputs.
@@ -56,6 +56,8 @@ def read_records(files: Sequence[Tuple[Path, str]], bad: BadRecord) -> Iterator[
     for path, fmt in files:
         try:
             yield from READERS[fmt](path, bad)
+        except StrictStop:
+            raise
         except ArboError as err:
             bad(err)
 

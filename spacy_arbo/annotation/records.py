@@ -42,6 +42,10 @@ def check_mention(record: Record, mention: Dict[str, Any]) -> None:
                         f"'{text[start:end]}'.")
 
 
+class StrictStop(ArboError):
+    """The first bad record under `strict`: it ends the run, readers do not skip it."""
+
+
 class BadRecords:
     """Called with each bad record's error: `report`s it and counts it, or raises it when strict."""
 
@@ -50,6 +54,6 @@ class BadRecords:
 
     def __call__(self, err: ArboError) -> None:
         if self.strict:
-            raise ArboError(f"{err} (--strict: the first bad record ends the run)")
+            raise StrictStop(f"{err} (--strict: the first bad record ends the run)")
         self.count += 1
         self.report(f"skipped: {err}")
