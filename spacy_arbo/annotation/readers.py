@@ -99,9 +99,11 @@ def _json_record(raw: bytes, where: str, default_id: str) -> Record:
         raise ArboError(f"{where}: not a JSON object ({err}).") from None
     if not isinstance(data, dict) or not isinstance(data.get("text"), str):
         raise ArboError(f"{where}: expected a JSON object with a string 'text'.")
+    passages = data.get("passages") or []
+    if not all(isinstance(p, list) and len(p) == 2 and all(isinstance(i, int) for i in p) for p in passages):
+        raise ArboError(f"{where}: 'passages' must be a list of [start, end] pairs; got {passages!r:.80}.")
     record = Record(str(data.get("id", default_id)), data["text"], where,
-                    fields={k: v for k, v in data.items() if k not in RESERVED},
-                    passages=[tuple(p) for p in data.get("passages", [])])
+                    fields={k: v for k, v in data.items() if k not in RESERVED}, passages=[tuple(p) for p in passages])
     for mention in data.get("mentions") or []:
         try:
             mention = gold_mention(mention["start"], mention["end"], mention["text"], mention.get("label", ""),

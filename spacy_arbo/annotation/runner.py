@@ -160,6 +160,7 @@ def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike
     summary.seconds, summary.shards, summary.kept_shards = time.perf_counter() - start, plan.n_shards, plan.kept
     summary.bad_records = bad.count
     if not plan.n_shards:
+        shards.discard()
         raise ArboError(f"No document could be read from {', '.join(map(str, inputs))} ({bad.count} bad records).")
     shards.finish(plan.n_shards)
     return summary

@@ -88,6 +88,10 @@ class ShardedOutput:
                     writer(self.linked_documents(n_shards), handle)
         shutil.rmtree(self.folder)
 
+    def discard(self) -> None:
+        """Remove the shards folder of a run that read no document."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
     def linked_documents(self, n_shards: int) -> Iterator[LinkedDocument]:
         for i in range(n_shards):
             with open(self.path(i), encoding="utf8") as handle:

@@ -57,6 +57,14 @@ def test_broken_jsonl_line_is_named_and_the_rest_read(tmp_path):
     assert messages[1] == f"skipped: {path}:3: expected a JSON object with a string 'text'."
 
 
+def test_jsonl_passages_must_be_pairs(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"text": "ab", "passages": [[0, 1], [2]]}\n')
+    records, messages, count = read([path])
+    assert records == [] and messages == [f"skipped: {path}:1: 'passages' must be a list of [start, end] pairs; "
+                                          "got [[0, 1], [2]]."]
+
+
 def test_pubtator_offset_past_the_text_skips_that_document(tmp_path):
     path = tmp_path / "corpus.pubtator"
     path.write_text(PUBTATOR.replace("1\t0\t14\tWilson disease", "1\t40\t54\tWilson disease"))

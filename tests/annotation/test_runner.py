@@ -120,3 +120,10 @@ def test_min_confidence_sends_unsure_links_to_review(toy_nlp, confidence_extensi
 def test_min_confidence_without_confidences_is_an_error(toy_pipeline, corpus, tmp_path, confidence_extension):
     with pytest.raises(ArboError, match="the pipeline set no span._.kb_confidence on the 16 mentions"):
         run(toy_pipeline, [corpus], tmp_path / "out.jsonl", min_confidence=0.5, batch_size=8, shard_size=8)
+
+
+def test_input_with_no_good_record_is_an_error_and_leaves_nothing(toy_pipeline, tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"text": 1}\n')
+    with pytest.raises(ArboError, match=r"No document could be read from .*in.jsonl \(1 bad records\)"):
+        run(toy_pipeline, [tmp_path / "in.jsonl"], tmp_path / "out.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
