@@ -117,9 +117,20 @@ def test_min_confidence_sends_unsure_links_to_review(toy_nlp, confidence_extensi
         ("MESH:D005334", "Fever", 0.9, None), ("NIL", None, 0.2, True)]
 
 
-def test_min_confidence_without_confidences_is_an_error(toy_pipeline, corpus, tmp_path, confidence_extension):
-    with pytest.raises(ArboError, match="the pipeline set no span._.kb_confidence on the 16 mentions"):
-        run(toy_pipeline, [corpus], tmp_path / "out.jsonl", min_confidence=0.5, batch_size=8, shard_size=8)
+def test_min_confidence_without_confidences_is_an_error(toy_nlp, confidence_extension):
+    docs = list(toy_nlp.pipe(["Fever and coughing.", "Wilson disease."]))
+    for ent in (ent for doc in docs for ent in doc.ents):
+        ent._.kb_confidence = None  # as a pipeline that computes none leaves it
+    records = [Record("a", docs[0].text, "here"), Record("b", docs[1].text, "here")]
+    with pytest.raises(ArboError, match=r"the pipeline set no span._.kb_confidence on the 3 mentions of documents a..b"):
+        LinkedDocuments(toy_nlp, min_confidence=0.5).documents(records, docs)
+
+
+def test_min_confidence_without_the_extension_is_an_error(toy_nlp):
+    if Span.has_extension("kb_confidence"):
+        pytest.skip("an installed component defines span._.kb_confidence")
+    with pytest.raises(ArboError, match="this pipeline gives no confidence"):
+        LinkedDocuments(toy_nlp, min_confidence=0.5)
 
 
 def test_input_with_no_good_record_is_an_error_and_leaves_nothing(toy_pipeline, tmp_path):
