@@ -36,7 +36,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      "batches: what a rerun after a kill links again at most (default 1024)")
     cmd.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                      help="link on Ray: a local runtime of --n-process workers, or the cluster at ADDRESS "
-                     "(e.g. 'auto' or HEAD:6379 from `ray start --head`); needs spacy-arbo[ray]")
+                     "(e.g. 'auto' or HEAD:6379 from `ray start --head`); needs spacy-arbo[ray]. Put a bare --ray after the "
+                     "inputs (or write --ray=ADDRESS): before them it would take the first input as its address")
     cmd.add_argument("--strict", action="store_true", help="the first bad record is an error (default: each is "
                      "named, skipped and counted)")
     cmd.add_argument("--min-confidence", type=float, default=None,
