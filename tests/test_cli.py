@@ -126,7 +126,7 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monk
 
 
 # The commands that link or encode with a pipeline's (or an encoder's) torch models.
-GPU_COMMANDS = {"evaluate", "discover", "index-kb", "kb add", "kb remove", "export-spacy-kb", "add-memory", "configure",
+GPU_COMMANDS = {"evaluate", "discover", "link", "index-kb", "kb add", "kb remove", "export-spacy-kb", "add-memory", "configure",
                 "compare-runs", "tune-reranker", "tune-threshold", "select-pipeline", "self-align", "pretrain-synonyms"}
 
 

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from spacy_arbo.cli import main
+
 from .annotation.conftest import toy_jsonl_lines, toy_pipeline  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,3 +69,12 @@ def test_bad_records_are_named_and_counted(toy_pipeline, tmp_path):
     assert (tmp_path / "out.pubtator").read_text() == (
         "in:1|t|Fever.\nin:1|a|\nin:1\t0\t5\tFever\tDisease\tMESH:D005334\n\n"
         "in:3|t|Cough.\nin:3|a|\nin:3\t0\t5\tCough\tDisease\tMESH:D003371\n\n")
+
+
+def test_gpu_id_is_refused_for_ray_workers(toy_pipeline, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("spacy_arbo.cli.use_gpu", lambda gpu_id: None)  # as if the GPU were there
+    (tmp_path / "in.jsonl").write_text(toy_jsonl_lines(2))
+    assert main(["link", str(toy_pipeline), str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                 "--gpu-id", "0", "--ray"]) == 1
+    assert capsys.readouterr().err.startswith("error: link: --gpu-id runs this process on a GPU, not Ray's workers")
+    assert not (tmp_path / "out.jsonl.parts").exists()

@@ -5,6 +5,7 @@ from pathlib import Path
 from ..annotation import INPUT_FORMATS, OUTPUT_FORMATS, link_corpus
 from ..annotation.scoring import score_pubtator
 from ..kb.store import open_store
+from ..util import ArboError
 from ._util import add_gpu_option, non_negative_int
 
 # The output format an output's suffix stands for, when --format is not given.
@@ -56,6 +57,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def link_command(args: argparse.Namespace) -> None:
+    if args.ray is not None and args.gpu_id >= 0:
+        raise ArboError("link: --gpu-id runs this process on a GPU, not Ray's workers; link on the GPU without --ray, "
+                        "or on Ray's CPUs without --gpu-id.")
     fmt = args.format or SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "jsonl")
     summary = link_corpus(args.pipeline, args.inputs, args.output, fmt=fmt, input_format=args.input_format,
                           n_process=args.n_process, batch_size=args.batch_size, shard_size=args.shard_size,
