@@ -12,6 +12,8 @@ from typing import List
 
 import pytest
 
+from .annotation.conftest import toy_pipeline  # noqa: F401  (a fixture)
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SCRIPTS = sorted(BENCH.glob("*.py"))
@@ -150,3 +152,22 @@ def test_confidence_calibration_scores_each_draw_and_the_dev_fit(tmp_path, toy_k
     assert all(0 <= r["gold.spacy"]["confidence_ece"] <= 1 for r in rows)
     assert rows[0]["gold.spacy"] != rows[1]["gold.spacy"]  # another draw of names, another fit
     assert "| label-free | 1 |" in result.stdout
+
+
+def test_link_speed_compares_processes_and_measures_memory(tmp_path, toy_pipeline):
+    """On the toy pipeline: every run links all documents and writes the same bytes; the soak
+    run samples memory against documents written."""
+    from .conftest import TOY_TEXTS
+
+    (tmp_path / "toy.pubtator").write_text("".join(f"{i}|t|{text}\n{i}|a|\n\n" for i, (text, _) in enumerate(TOY_TEXTS)))
+    result = run(BENCH / "link_speed.py", [str(toy_pipeline), "--corpus", "toy.pubtator", "--docs", "40",
+                                           "--soak-docs", "2100", "--compare", "1024", "--every", "0.05",
+                                           "--output", "link.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads((tmp_path / "link.json").read_text())
+    runs = figures["speed"]["runs"]
+    assert sorted(runs) == ["1 process", "2 processes"] and figures["speed"]["identical_outputs"] is True
+    assert [(row["documents"], row["mentions"]) for row in runs.values()] == [(40, 80), (40, 80)]
+    assert runs["1 process"]["ratio_to_1_process"] == 1.0
+    soak = figures["soak"]
+    assert soak["documents"] == 2100 and soak["samples"] and soak["rss_mb_at_end"] > 100

@@ -3,15 +3,15 @@ command parsing its arguments and calling functions that Python code can call to
 import argparse
 from typing import List, Optional
 
-from . import corpora, encoder, evaluate, kb, pipeline, results, tune
+from . import corpora, encoder, evaluate, kb, link, pipeline, results, tune
 from ._util import load_pipeline, reporting_errors, use_gpu
 from .linker_options import apply_settings
 
 __all__ = ["apply_settings", "load_pipeline", "main", "make_parser", "reporting_errors"]
 
-DESCRIPTION = "`python -m spacy_arbo COMMAND`: build a KB, convert corpora, evaluate and discover."
-# In the order `--help` lists them: data in, KB, the pipeline, encoders, tuning, scoring.
-FAMILIES = (corpora, kb, pipeline, encoder, tune, evaluate, results)
+DESCRIPTION = "`python -m spacy_arbo COMMAND`: build a KB, convert corpora, link a corpus, evaluate and discover."
+# In the order `--help` lists them: data in, KB, the pipeline, annotating a corpus, encoders, tuning, scoring.
+FAMILIES = (corpora, kb, pipeline, link, encoder, tune, evaluate, results)
 # The Weasel workflow's plumbing, under `python -m spacy_arbo workflow COMMAND` (as spaCy keeps
 # `spacy project` apart from its user commands); every other command is top-level.
 WORKFLOW_COMMANDS = ("fetch-assets", "convert-corpus", "join-corpora", "select-pipeline", "compare-runs", "report")

@@ -3,7 +3,7 @@ tune-threshold, select-pipeline."""
 import argparse
 import shutil
 
-from ..calibrate import calibrate_pipeline
+from ..tuning.confidence_calibration import calibrate_pipeline
 from ..tuning import reranker_settings as reranker_tuning
 from ..tuning.threshold import deciding_component, tune_threshold
 from ..tuning.pipeline_choice import SELECTION_METRICS, select_pipeline

@@ -2,7 +2,7 @@
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..util import ArboError, PathLike, read_lines
 from .gold_mention import Mention
@@ -58,37 +58,58 @@ def _read_mention(doc: PubTatorDocument, fields: List[str], where: str) -> Menti
     return Mention(start, end, text[start:end], fields[4], fields[5])
 
 
-def read_pubtator(path: PathLike) -> Iterator[PubTatorDocument]:
-    """Read PubTator documents; relation lines (`PMID CID chem disease`) are skipped."""
+def read_pubtator(path: PathLike, on_error: Optional[Callable[[ArboError], None]] = None) -> Iterator[PubTatorDocument]:
+    """Read PubTator documents; relation lines (`PMID CID chem disease`) are skipped.
+
+    A bad line ends the read with its error, or, given `on_error`, is passed to it and its
+    document skipped up to the next title line: a large export keeps its good documents.
+    """
     path = Path(path)
     doc: Optional[PubTatorDocument] = None
-    has_abstract = False
+    has_abstract = skipping = False
     for number, line in read_lines(path):
-        where = f"{path}:{number}"
         if not line.strip():
             continue
         match = _TEXT_LINE.match(line)
-        if match:
-            pmid, kind, text = match.groups()
-            if kind == "t":
-                if doc is not None:
-                    yield doc
-                doc, has_abstract = PubTatorDocument(pmid, text, ""), False
-            elif doc is None or doc.pmid != pmid or has_abstract:
-                raise ArboError(f"{where}: abstract line of {pmid} does not follow its title line.")
-            else:
-                doc.abstract, has_abstract = text, True
+        skipping = skipping and not (match and match.group(2) == "t")
+        if skipping:
             continue
-        fields = line.split("\t")
-        if doc is None:
-            raise ArboError(f"{where}: not PubTator: a document starts with a title line 'PMID|t|TITLE'; "
-                            f"got '{line[:60]}'.")
-        if fields[0] != doc.pmid:
-            raise ArboError(f"{where}: annotation for PMID '{fields[0]}' outside that document.")
-        if len(fields) == 4 and not fields[1].isdigit():
+        try:
+            finished, doc, has_abstract = _read_line(path, number, line, doc, has_abstract)
+        except ArboError as err:
+            if on_error is None:
+                raise
+            on_error(err)
+            doc, skipping = None, True
             continue
-        if not has_abstract:
-            raise ArboError(f"{where}: mention before the abstract line of {doc.pmid}.")
-        doc.mentions.append(_read_mention(doc, fields, where))
+        if finished is not None:
+            yield finished
     if doc is not None:
         yield doc
+
+
+def _read_line(path: Path, number: int, line: str, doc: Optional[PubTatorDocument],
+               has_abstract: bool) -> Tuple[Optional[PubTatorDocument], Optional[PubTatorDocument], bool]:
+    """(the document a title line finishes, the document read now, whether it has its abstract)."""
+    where = f"{path}:{number}"
+    match = _TEXT_LINE.match(line)
+    if match:
+        pmid, kind, text = match.groups()
+        if kind == "t":
+            return doc, PubTatorDocument(pmid, text, ""), False
+        if doc is None or doc.pmid != pmid or has_abstract:
+            raise ArboError(f"{where}: abstract line of {pmid} does not follow its title line.")
+        doc.abstract = text
+        return None, doc, True
+    fields = line.split("\t")
+    if doc is None:
+        raise ArboError(f"{where}: not PubTator: a document starts with a title line 'PMID|t|TITLE'; "
+                        f"got '{line[:60]}'.")
+    if fields[0] != doc.pmid:
+        raise ArboError(f"{where}: annotation for PMID '{fields[0]}' outside that document.")
+    if len(fields) == 4 and not fields[1].isdigit():
+        return None, doc, has_abstract
+    if not has_abstract:
+        raise ArboError(f"{where}: mention before the abstract line of {doc.pmid}.")
+    doc.mentions.append(_read_mention(doc, fields, where))
+    return None, doc, has_abstract

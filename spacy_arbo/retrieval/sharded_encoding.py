@@ -26,11 +26,11 @@ from ..util import ArboError, PathLike
 SHARD_SIZE = 4096
 
 
-def import_ray():
+def import_ray(purpose: str = "Encoding on several workers"):
     try:
         import ray
     except ImportError:
-        raise ArboError("Encoding on several workers needs Ray: pip install 'spacy-arbo[ray]'.") from None
+        raise ArboError(f"{purpose} needs Ray: pip install 'spacy-arbo[ray]'.") from None
     return ray
 
 

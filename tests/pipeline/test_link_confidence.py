@@ -2,7 +2,7 @@ import pytest
 import spacy
 import srsly
 
-from spacy_arbo.calibrate import calibrate_pipeline
+from spacy_arbo.tuning.confidence_calibration import calibrate_pipeline
 from spacy_arbo.kb.entities import NIL
 from spacy_arbo.util import ArboError
 

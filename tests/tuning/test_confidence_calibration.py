@@ -4,8 +4,8 @@ from spacy.tokens import DocBin
 
 from spacy_arbo.cli import main
 
-from .conftest import TOY_TEXTS, make_doc
-from .util import make_nlp
+from ..conftest import TOY_TEXTS, make_doc
+from ..util import make_nlp
 
 
 def write_gold(nlp, path):

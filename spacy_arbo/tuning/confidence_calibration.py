@@ -6,14 +6,14 @@ from typing import Any, Dict, List, Optional, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from .confidence.calibration import fit_calibration
-from .confidence.metrics import confidence_metrics
-from .evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
-from .kb.entities import NIL, split_ids
-from .pipeline.links import read_kb_id
-from .pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, linked_spans, pipeline_linker
-from .component_settings import store_in_config
-from .util import ArboError
+from ..component_settings import store_in_config
+from ..confidence.calibration import fit_calibration
+from ..confidence.metrics import confidence_metrics
+from ..evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
+from ..kb.entities import NIL, split_ids
+from ..pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, linked_spans, pipeline_linker
+from ..pipeline.links import read_kb_id
+from ..util import ArboError
 
 COMPONENT = "link_confidence"
 

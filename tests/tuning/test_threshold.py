@@ -7,8 +7,8 @@ from spacy_arbo.kb.entities import NIL
 from spacy_arbo.tuning.threshold import tune_threshold
 from spacy_arbo.util import ArboError
 
-from .conftest import TOY_TEXTS, make_doc
-from .util import make_nlp
+from ..conftest import TOY_TEXTS, make_doc
+from ..util import make_nlp
 
 # Mentions of no KB entity: a threshold should send them to NIL.
 UNKNOWN = [("Patients with zorblax syndrome and quimbly fever.", [("zorblax syndrome", NIL), ("quimbly fever", NIL)]),

@@ -1,0 +1,73 @@
+"""`link`: annotate a corpus, from input files to mentions with ids (docs/annotate.md)."""
+import argparse
+from pathlib import Path
+
+from ..annotation import INPUT_FORMATS, OUTPUT_FORMATS, link_corpus
+from ..annotation.scoring import score_pubtator
+from ..kb.store import open_store
+from ..util import ArboError
+from ._util import add_gpu_option, non_negative_int
+
+# The output format an output's suffix stands for, when --format is not given.
+SUFFIX_FORMATS = {".jsonl": "jsonl", ".pubtator": "pubtator", ".xml": "bioc", ".json": "bioc-json", ".spacy": "spacy"}
+
+
+def add_commands(commands: "argparse._SubParsersAction") -> None:
+    cmd = commands.add_parser(
+        "link", help="annotate a corpus: read documents (.txt, JSONL, PubTator, BioC), write their mentions with ids",
+        description="Run a pipeline over documents and write each mention's span, label, id, KB name, score and "
+        "top candidates. Output goes to shards beside OUTPUT (OUTPUT.parts/) first: a killed run started again "
+        "with the same command continues where it stopped and writes the same output. PubTator annotation lines "
+        "and BioC annotations of the input are not read by the pipeline (it sees the text only); the JSONL output "
+        "keeps them as 'gold', the other outputs write only the pipeline's mentions.")
+    cmd.add_argument("pipeline", help="a saved pipeline with a component that finds mentions (add-ner, add-kb-finder)")
+    cmd.add_argument("inputs", nargs="+", metavar="INPUT",
+                     help="files or folders: .txt (one document, or PubTator when its first line is 'PMID|t|...'), "
+                     ".jsonl (a 'text' field; 'id', 'mentions' and other fields kept), .pubtator, BioC .xml / .json")
+    cmd.add_argument("--output", "-o", required=True, help="the output file")
+    cmd.add_argument("--format", choices=OUTPUT_FORMATS, default=None,
+                     help="jsonl (one document a line), pubtator, bioc (XML), bioc-json or spacy (a DocBin); default: "
+                     "from OUTPUT's suffix (.pubtator, .xml, .json, .spacy), else jsonl")
+    cmd.add_argument("--input-format", choices=INPUT_FORMATS, default="auto", help="how to read every input "
+                     "(default auto: by suffix)")
+    cmd.add_argument("--n-process", type=int, default=1, help="processes (spaCy's n_process), or Ray workers "
+                     "with --ray (default 1); the links are the same whatever the number")
+    cmd.add_argument("--batch-size", type=int, default=64, help="documents per nlp.pipe batch (default 64)")
+    cmd.add_argument("--shard-size", type=int, default=1024, help="documents per output shard, rounded up to whole "
+                     "batches: what a rerun after a kill links again at most (default 1024)")
+    cmd.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                     help="link on Ray: a local runtime of --n-process workers, or the cluster at ADDRESS "
+                     "(e.g. 'auto' or HEAD:6379 from `ray start --head`); needs spacy-arbo[ray]. Put a bare --ray after the "
+                     "inputs (or write --ray=ADDRESS): before them it would take the first input as its address")
+    cmd.add_argument("--strict", action="store_true", help="the first bad record is an error (default: each is "
+                     "named, skipped and counted)")
+    cmd.add_argument("--min-confidence", type=float, default=None,
+                     help="mentions whose span._.kb_confidence is below this are written NIL with \"review\": true")
+    cmd.add_argument("--candidates", type=non_negative_int, default=5, help="top candidates written per mention (default 5)")
+    add_gpu_option(cmd)
+    cmd.set_defaults(func=link_command)
+
+    cmd = commands.add_parser("score-pubtator", help="end-to-end P/R/F of a PubTator file `link` wrote against a gold "
+                              "PubTator file (exact span and id set, as evaluate --end-to-end)")
+    cmd.add_argument("predicted")
+    cmd.add_argument("gold")
+    cmd.add_argument("--kb", help="read both files' ids through this KB (build-kb), as convert-corpus --kb does")
+    cmd.add_argument("--types", nargs="+", help="score only gold mentions of these types (e.g. Disease for BC5CDR)")
+    cmd.set_defaults(func=score_pubtator_command)
+
+
+def link_command(args: argparse.Namespace) -> None:
+    if args.ray is not None and args.gpu_id >= 0:
+        raise ArboError("link: --gpu-id runs this process on a GPU, not Ray's workers; link on the GPU without --ray, "
+                        "or on Ray's CPUs without --gpu-id.")
+    fmt = args.format or SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "jsonl")
+    summary = link_corpus(args.pipeline, args.inputs, args.output, fmt=fmt, input_format=args.input_format,
+                          n_process=args.n_process, batch_size=args.batch_size, shard_size=args.shard_size,
+                          ray=args.ray is not None, ray_address=args.ray or None, strict=args.strict,
+                          min_confidence=args.min_confidence, candidates=args.candidates)
+    print(summary.line(args.output))
+
+
+def score_pubtator_command(args: argparse.Namespace) -> None:
+    scores = score_pubtator(args.predicted, args.gold, open_store(args.kb) if args.kb else None, args.types)
+    print("  ".join(f"{key} {value:.4f}" for key, value in scores.items()))
