@@ -13,15 +13,16 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from tqdm import tqdm
 
-from ..pipeline_loading import load_pipeline
 from ..kb.entities import NIL
 from ..pipeline.mention_finders import mention_finders
+from ..pipeline_loading import load_pipeline
 from ..util import ArboError, PathLike
 from .linked import LinkedDocuments
 from .readers import input_files, read_records
 from .records import BadRecords, Record
 from .shards import Shard, ShardedOutput, chunks
 from .writers import OUTPUT_FORMATS, LinkedDocument
+
 
 @dataclass
 class Summary:

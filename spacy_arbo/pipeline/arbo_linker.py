@@ -190,7 +190,7 @@ class ArboLinker(ConfiguredPipe):
         if self.settings.uses_tfidf:
             retriever.ensure_tfidf()
         if self.settings.confidence:
-            self.confidence.fit(self)
+            self.confidence.fit_if_it_links(self)
 
     def confidence_key(self) -> str:
         """What the confidence calibration depends on: the weights and the scoring settings."""

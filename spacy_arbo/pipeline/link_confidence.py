@@ -79,6 +79,14 @@ class LabelFreeConfidence:
             self._fitting = False
         self.fitted_for = linker.confidence_key()
 
+    def fit_if_it_links(self, linker: Any) -> None:
+        """Fit at initialize, unless the linker cannot link yet (a transductive one before its
+        training mentions): then on first use, where linking says what is missing."""
+        try:
+            self.fit(linker)
+        except ArboError as err:
+            logger.info("%s: confidence not calibrated yet (%s); it is calibrated on first use.", linker.name, err)
+
     def write(self, linker: Any, spans: Sequence[Span]) -> None:
         if self._fitting or not spans:
             return
