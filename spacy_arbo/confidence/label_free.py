@@ -18,7 +18,7 @@ PER_ENTITY = 20
 AS_WRITTEN = 0.5
 MODIFIERS = ("familial", "hereditary", "congenital", "severe", "acute", "chronic", "primary", "idiopathic",
              "early onset", "recurrent")
-# How many of the ways of varying a name (seven others) put another name's word in.
+# The weight, among up to seven other ways of varying a name, of putting another name's word in.
 SWAPS = 2
 # How a mention is written (its length, its case) tells right links from wrong ones differently in
 # a KB's names than in a corpus's mentions: the label-free calibration leaves it out.
