@@ -99,7 +99,8 @@ def _doc_html(index: int, doc_id: str, text: str, mentions: List[Mention], kb: O
             f"<td><code>{html.escape(m.predicted)}</code> {html.escape(_name(kb, m.predicted))}</td>"
             f"<td>{conf}</td><td><ol>{candidates}</ol></td></tr>")
     parts.append(html.escape(text[cursor:]))
-    return (f'<section class="doc" data-doc="{index}"><h3>{html.escape(doc_id)}</h3><p class="text">{"".join(parts)}</p>'
+    return (f'<section class="doc" data-doc="{index}"><h3>{html.escape(doc_id)}</h3>'
+            f'<p class="text">{"".join(parts)}</p>'
             f'<table class="mentions"><thead><tr><th>mention</th><th>outcome</th><th>gold</th><th>predicted</th>'
             f'<th>confidence</th><th>top candidates</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>')
 
@@ -137,7 +138,8 @@ mark .label{font-size:10px;font-weight:bold;margin-left:4px;text-transform:upper
 mark.right{background:#c8efc8}mark.wrong{background:#f7b9b9}mark.nil{background:#ffd9a0}
 mark.missed{background:none;border:2px dashed #999}mark.spurious{background:#dccdf5}
 tr.right td:nth-child(2){color:#2a7a2a}tr.wrong td:nth-child(2){color:#b00}ol{margin:0;padding-left:1.3em}
-.axis{stroke:#333}.diagonal{stroke:#aaa;stroke-dasharray:4;fill:none}.bar{fill:#6a9fd8}.curve{stroke:#c33;fill:none;stroke-width:2}
+.axis{stroke:#333}.diagonal{stroke:#aaa;stroke-dasharray:4;fill:none}.bar{fill:#6a9fd8}
+.curve{stroke:#c33;fill:none;stroke-width:2}
 .hidden{display:none}.charts{display:flex;gap:2em;align-items:flex-start}.tick{font-size:10px}
 h1{font-size:22px}summary{cursor:pointer;margin:0.5em 0}.score{color:#777}#shown{margin-left:1em;color:#555}
 """

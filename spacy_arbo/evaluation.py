@@ -178,7 +178,8 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
     return recognized_and_scored(nlp, gold_docs, batch_size)[0]
 
 
-def recognized_and_scored(nlp: Language, gold_docs: List[Doc], batch_size: int = 64) -> Tuple[Dict[str, Any], List[Doc]]:
+def recognized_and_scored(nlp: Language, gold_docs: List[Doc],
+                          batch_size: int = 64) -> Tuple[Dict[str, Any], List[Doc]]:
     """`evaluate_end_to_end`'s metrics and the docs the pipeline made of the raw texts."""
     start = time.perf_counter()
     predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))

@@ -108,7 +108,8 @@ def calibrate_command(args: argparse.Namespace) -> None:
           f"95% precision, {fitted['coverage_at_precision_99']:.3f} at 99%")
     output = args.output or args.pipeline
     write_pipeline(nlp, output)
-    print(f"Wrote {output} with {'no minimum confidence' if args.min_confidence is None else f'min confidence {args.min_confidence:g}'}")
+    minimum = "no minimum confidence" if args.min_confidence is None else f"min confidence {args.min_confidence:g}"
+    print(f"Wrote {output} with {minimum}")
 
 
 def select_pipeline_command(args: argparse.Namespace) -> None:

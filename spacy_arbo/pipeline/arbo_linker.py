@@ -80,9 +80,9 @@ def make_arbo_linker(nlp: Language, name: str, model: Model, objective: Objectiv
 class ArboLinker(ConfiguredPipe):
     """Links `doc.ents` to KB entities retrieved by a dual encoder over a FAISS index.
 
-    Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates` and `span._.kb_ents`
-    (scispacy's shape: `[(kb_id, score), ...]`, best first, at most `max_entities_per_mention`, none
-    below `kb_ents_threshold`), and with `confidence` `span._.kb_confidence`. A composite mention split into parts gets `ent.kb_id_` "ID1|ID2",
+    Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates`, `span._.kb_ents` (scispacy's
+    shape: `[(kb_id, score), ...]`, best first, at most `max_entities_per_mention`, none below
+    `kb_ents_threshold`) and `span._.kb_confidence`. A composite split into parts gets "ID1|ID2",
     `span._.arbo_parts` (per part: text, kb_id, ranked candidates), each part's best first in `kb_ents`.
     """
 
