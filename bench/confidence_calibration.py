@@ -19,11 +19,9 @@ from spacy_arbo.confidence.calibration import fit_calibration
 from spacy_arbo.confidence.label_free import label_free_calibration
 from spacy_arbo.confidence.metrics import confidence_metrics
 from spacy_arbo.cli import load_pipeline
-from spacy_arbo.evaluation import link_gold_mentions
+from spacy_arbo.evaluation import gold_mention_outcomes, link_gold_mentions
 from spacy_arbo.gold_corpus import read_gold_links
-from spacy_arbo.kb.entities import NIL, split_ids
 from spacy_arbo.pipeline.link_confidence import ConfidenceFeatures, pipeline_linker
-from spacy_arbo.pipeline.links import read_kb_id
 
 KEYS = ("confidence_ece", "coverage_at_precision_95", "coverage_at_precision_99")
 
@@ -32,15 +30,8 @@ def gold_links(nlp, path: str, features: ConfidenceFeatures) -> Tuple[List[List[
     """Features of each link the pipeline makes on the gold mentions of `path`, whether it is
     right (the exact id set), and how many mentions there are."""
     gold = read_gold_links(path, nlp)
-    rows, right, n = [], [], 0
-    for doc, gold_doc in zip(link_gold_mentions(nlp, gold), gold):
-        ids = {(e.start_char, e.end_char): set(split_ids(e.kb_id_)) for e in gold_doc.ents}
-        for span in doc.ents:
-            n += 1
-            if read_kb_id(span) != NIL:
-                rows.append(features([span])[0])
-                right.append(set(split_ids(read_kb_id(span))) == ids[(span.start_char, span.end_char)])
-    return rows, right, n
+    spans, right = gold_mention_outcomes(link_gold_mentions(nlp, gold), gold)
+    return features(spans), right, sum(len(doc.ents) for doc in gold)
 
 
 def scored(calibration, links: Tuple[List[List[float]], List[bool], int]) -> Dict[str, float]:

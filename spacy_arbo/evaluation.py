@@ -4,7 +4,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
 from spacy.scorer import PRFScore
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from .confidence.metrics import confidence_metrics
@@ -12,6 +12,7 @@ from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .pipeline.mention_finders import mention_finders
+from .pipeline.neighbours import pipe_through
 from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
 from .util import ArboError
 
@@ -146,19 +147,37 @@ def recognize_mentions(nlp: Language, gold_docs: List[Doc], batch_size: int = 64
 
 
 def run_components(nlp: Language, names: Sequence[str], docs: Iterable[Doc], batch_size: int = 64) -> Iterable[Doc]:
-    for name in names:
-        proc = nlp.get_pipe(name)
-        docs = proc.pipe(docs, batch_size=batch_size) if hasattr(proc, "pipe") else map(proc, docs)
-    return docs
+    return pipe_through([nlp.get_pipe(name) for name in names], docs, batch_size)
+
+
+def gold_mention_outcomes(predicted: Sequence[Doc], gold_docs: Sequence[Doc]) -> Tuple[List[Span], List[bool]]:
+    """The linked (not NIL) mentions of `predicted`, gold mentions linked, and whether each has
+    exactly its gold id set: what a confidence is fitted and scored on."""
+    spans, right = [], []
+    for doc, gold_doc in zip(predicted, gold_docs):
+        gold = {(e.start_char, e.end_char): set(split_ids(e.kb_id_)) for e in gold_doc.ents}
+        for span in doc.ents:
+            if span.kb_id_ and span.kb_id_ != NIL:
+                spans.append(span)
+                right.append(set(split_ids(span.kb_id_)) == gold.get((span.start_char, span.end_char)))
+    return spans, right
+
+
+def end_to_end_outcomes(predicted: Sequence[Doc],
+                        gold_links: Set[Tuple[int, int, int, frozenset]]) -> Tuple[List[Span], List[bool]]:
+    """The linked mentions of `predicted` (raw text through the pipeline), and whether each is a
+    gold link (`end_to_end_links`: exact span and id set; a spurious mention is a wrong link)."""
+    linked = [(i, e) for i, doc in enumerate(predicted) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL]
+    return [e for _, e in linked], [(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_))) in gold_links
+                                    for i, e in linked]
 
 
 def end_to_end_confidence(predicted: List[Doc], gold_links: Set[Tuple[int, int, int, frozenset]]) -> Dict[str, Any]:
     """The confidence metrics of every predicted link, a recognizer's spurious mention a wrong
     link (`e2e_confidence_ece`, `e2e_coverage_at_precision_95`, ...), and the precision of the
     links at confidence 0.9 or more."""
-    linked = [(i, e) for i, doc in enumerate(predicted) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL]
-    confidence = [e._.kb_confidence if e.has_extension("kb_confidence") else None for _, e in linked]
-    right = [(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_))) in gold_links for i, e in linked]
+    linked, right = end_to_end_outcomes(predicted, gold_links)
+    confidence = [e._.kb_confidence if e.has_extension("kb_confidence") else None for e in linked]
     metrics = {f"e2e_{key}": value for key, value in confidence_metrics(confidence, right).items()}
     sure = [r for c, r in zip(confidence, right) if c is not None and c >= 0.9]
     if metrics:

@@ -23,6 +23,7 @@ from ..util import ArboError, atomic_path, read_msgpack
 from .link_memory import LinkMemory, memory_key
 from .links import read_kb_id, write_kb_id
 from .mention_finders import mention_finders
+from .neighbours import neighbours, pipe_through
 
 if not Span.has_extension("kb_confidence"):
     Span.set_extension("kb_confidence", default=None)
@@ -172,13 +173,13 @@ class LinkConfidence(Pipe):
         """A label-free calibration: the KB's names linked by the components before this one."""
         self.nlp = nlp if nlp is not None else self.nlp
         linker = pipeline_linker(self.nlp, self.name)
-        names, finders = self.nlp.pipe_names, mention_finders(self.nlp)
-        upstream = names[names.index(finders[-1]) + 1 if finders else 0:names.index(self.name)]
+        before, _ = neighbours(self.nlp, self)
+        finders = set(mention_finders(self.nlp))
+        # The components that link: those after the last one that finds mentions.
+        start = max((i + 1 for i, (name, _) in enumerate(before) if name in finders), default=0)
 
         def link(docs: List[Doc]) -> List[Doc]:
-            for name in upstream:
-                docs = list(self.nlp.get_pipe(name).pipe(docs))
-            return docs
+            return list(pipe_through([proc for _, proc in before[start:]], docs))
 
         self.calibration = label_free_calibration(linker.require_retriever().kb, self.vocab, self.nlp.make_doc,
                                                   link, self._features())

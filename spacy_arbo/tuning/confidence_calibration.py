@@ -9,10 +9,9 @@ from spacy.tokens import Doc, Span
 from ..component_settings import store_in_config
 from ..confidence.calibration import fit_calibration
 from ..confidence.metrics import confidence_metrics
-from ..evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
-from ..kb.entities import NIL, split_ids
-from ..pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, linked_spans, pipeline_linker
-from ..pipeline.links import read_kb_id
+from ..evaluation import (end_to_end_links, end_to_end_outcomes, gold_mention_outcomes, link_gold_mentions,
+                          recognize_mentions, run_components)
+from ..pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, pipeline_linker
 from ..util import ArboError
 
 COMPONENT = "link_confidence"
@@ -36,20 +35,8 @@ def dev_links(nlp: Language, gold_docs: List[Doc], component: LinkConfidence,
     if end_to_end:
         recognized, after = recognize_mentions(nlp, gold_docs)
         docs = list(run_components(nlp, [n for n in after if n != component.name], recognized))
-        gold = end_to_end_links(gold_docs)
-        spans = [e for e in linked_spans(docs) if read_kb_id(e) != NIL]
-        index = {id(doc): i for i, doc in enumerate(docs)}
-        right = [(index[id(e.doc)], e.start_char, e.end_char, frozenset(split_ids(e.kb_id_))) in gold for e in spans]
-        return spans, right
-    docs = link_gold_mentions(nlp, gold_docs, exclude=[component.name])
-    spans, right = [], []
-    for doc, gold_doc in zip(docs, gold_docs):
-        gold_ids = {(e.start_char, e.end_char): set(split_ids(e.kb_id_)) for e in gold_doc.ents}
-        for span in linked_spans([doc]):
-            if read_kb_id(span) != NIL:
-                spans.append(span)
-                right.append(set(split_ids(span.kb_id_)) == gold_ids.get((span.start_char, span.end_char)))
-    return spans, right
+        return end_to_end_outcomes(docs, end_to_end_links(gold_docs))
+    return gold_mention_outcomes(link_gold_mentions(nlp, gold_docs, exclude=[component.name]), gold_docs)
 
 
 def calibrate_pipeline(nlp: Language, gold_docs: List[Doc], end_to_end: bool = False,

@@ -7,7 +7,7 @@ from spacy_arbo.kb.entities import NIL
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
-from ..util import make_nlp
+from ..util import hashed_model, make_nlp
 
 
 def toy_inputs(nlp):
@@ -111,3 +111,21 @@ def test_a_pipeline_saved_before_confidence_loads_without_it(toy_kb_dir, tmp_pat
     loaded = spacy.load(tmp_path / "p")
     assert loaded.get_pipe("arbo_linker").settings.confidence is False
     assert {c for _, _, c in confidences(loaded.pipe(toy_inputs(loaded)))} == {None}
+
+
+def test_link_confidence_calibrates_label_free_behind_a_kb_finder_and_its_filter(toy_kb_dir):
+    """The label-free fit runs the components between the mention finder and itself, a plain
+    function component (kb_mention_filter) among them."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("kb_mention_finder")
+    nlp.add_pipe("arbo_linker", config={"model": hashed_model()})  # hybrid: TF-IDF finds the toy names
+    nlp.add_pipe("kb_mention_filter")
+    nlp.add_pipe("link_confidence")
+    for name in ("kb_mention_finder", "arbo_linker"):
+        nlp.config["initialize"]["components"][name] = {"kb_loader": {"@misc": "spacy_arbo.KBFromDir.v1",
+                                                                      "path": str(toy_kb_dir)}}
+    nlp.initialize()
+    assert nlp.get_pipe("link_confidence").calibration.source == "label-free"
+    doc = nlp("Wilson disease and fever.")
+    assert [e.kb_id_ for e in doc.ents] == ["MESH:D006527", "MESH:D005334"]
+    assert all(0 < e._.kb_confidence < 1 for e in doc.ents)
