@@ -52,3 +52,18 @@ def test_link_on_bc5cdr_dev_scores_as_evaluate_end_to_end(data_dir, tmp_path):
     expected = evaluate_end_to_end(nlp, read_docbin(root / "corpus" / "dev.spacy", nlp.vocab))
     assert scores == pytest.approx({key: expected[key] for key in scores}, abs=1e-12)
     assert 0.6 < scores["e2e_f"] < 0.75
+
+
+def test_inputs_that_disagree_are_an_error_not_a_zero(tmp_path, toy_kb):
+    from spacy_arbo.util import ArboError
+
+    (tmp_path / "gold.pubtator").write_text(GOLD)
+    (tmp_path / "pred.pubtator").write_text(PREDICTED)
+    (tmp_path / "other.pubtator").write_text(PREDICTED.replace("1|", "2|").replace("1\t", "2\t"))
+    with pytest.raises(ArboError, match="share no document"):
+        score_pubtator(tmp_path / "other.pubtator", tmp_path / "gold.pubtator", toy_kb)
+    with pytest.raises(ArboError, match="no mention of type Diseases .it has Chemical, Disease"):
+        score_pubtator(tmp_path / "pred.pubtator", tmp_path / "gold.pubtator", toy_kb, ["Diseases"])
+    (tmp_path / "unknown.pubtator").write_text(GOLD.replace("D0", "X0"))
+    with pytest.raises(ArboError, match="none of its mentions has an id the KB knows"):
+        score_pubtator(tmp_path / "pred.pubtator", tmp_path / "unknown.pubtator", toy_kb)
