@@ -133,6 +133,12 @@ def pipeline_linker(nlp: Language, what: str) -> Any:
     return linkers[-1]
 
 
+def check_threshold(threshold: Any) -> None:
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                  or not 0 <= threshold <= 1):
+        raise ArboError(f"threshold takes a confidence in [0, 1] or null; got {threshold!r}.")
+
+
 @Language.factory("link_confidence", requires=["token.ent_kb_id"], assigns=["span._.kb_confidence", "token.ent_kb_id"],
                   default_config={"threshold": None})
 @config_checked
@@ -147,9 +153,7 @@ class LinkConfidence(Pipe):
 
     def __init__(self, vocab: Vocab, name: str = "link_confidence", *, threshold: Optional[float] = None,
                  nlp: Optional[Language] = None) -> None:
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                      or not 0 <= threshold <= 1):
-            raise ArboError(f"threshold takes a confidence in [0, 1] or null; got {threshold!r}.")
+        check_threshold(threshold)
         self.vocab, self.name, self.nlp = vocab, name, nlp
         self.threshold = threshold
         self.calibration: Optional[Calibration] = None

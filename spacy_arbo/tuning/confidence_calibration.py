@@ -11,7 +11,7 @@ from ..confidence.calibration import fit_calibration
 from ..confidence.metrics import confidence_metrics
 from ..evaluation import (end_to_end_links, end_to_end_outcomes, gold_mention_outcomes, link_gold_mentions,
                           recognize_mentions, run_components)
-from ..pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, pipeline_linker
+from ..pipeline.link_confidence import ConfidenceFeatures, LinkConfidence, check_threshold, pipeline_linker
 from ..util import ArboError
 
 COMPONENT = "link_confidence"
@@ -44,6 +44,7 @@ def calibrate_pipeline(nlp: Language, gold_docs: List[Doc], end_to_end: bool = F
     """Fit the pipeline's `link_confidence` on dev (added when missing), with `threshold` (a
     confidence, below which links become NIL); returns the dev links' confidence metrics
     (in-sample: the test set says how well it holds)."""
+    check_threshold(threshold)
     component = confidence_component(nlp)
     spans, right = dev_links(nlp, gold_docs, component, end_to_end)
     if not spans:

@@ -41,3 +41,12 @@ def test_end_to_end_calibration_keeps_link_confidence_last(toy_kb_dir, tmp_path)
     doc = raw(TOY_TEXTS[0][0])
     assert doc.ents and all(e._.kb_confidence is not None for e in doc.ents)
     assert main(["calibrate", str(tmp_path / "p"), str(tmp_path / "dev.spacy"), "--end-to-end"]) == 1
+
+
+def test_a_minimum_confidence_outside_0_1_is_refused_before_any_work(toy_kb_dir, tmp_path, capsys):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "p")
+    write_gold(nlp, tmp_path / "dev.spacy")
+    assert main(["calibrate", str(tmp_path / "p"), str(tmp_path / "dev.spacy"), "--min-confidence", "1.5"]) == 1
+    assert "threshold takes a confidence in [0, 1]" in capsys.readouterr().err
+    assert "link_confidence" not in spacy.load(tmp_path / "p").pipe_names
