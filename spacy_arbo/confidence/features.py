@@ -14,17 +14,17 @@ FEATURES = ("top_score", "margin", "one_candidate", "link_is_top", "remembered",
 _SHORT_FORM = re.compile(r"^[A-Z0-9][A-Z0-9-]{0,7}s?$")
 
 
-def link_features(span: Span, kb_id: str, remembered: bool, kb_name: bool) -> List[float]:
+def link_features(span: Span, kb_id: str, remembered: bool, kb_name: bool, same_id: int) -> List[float]:
     """The features of `span`'s link to `kb_id` (`FEATURES`): its candidates' best score and margin to the
     second, whether it was answered by one candidate (a KB name or a remembered text), whether
     the id is the best candidate's, whether a link memory or an unambiguous KB name knows its
     text, its length in characters and words, whether it is written in lower case (generic words
     are, and a recognizer that reads KB names finds them where no annotator marks a mention), a
-    short form or a split composite, and how many other mentions of its doc link to the same id."""
+    short form or a split composite, and how many other mentions of its doc link to the same id
+    (`same_id`)."""
     ranked = (span._.kb_candidates if span.has_extension("kb_candidates") else None) or []
     top = float(ranked[0][1]) if ranked else 0.0
     second = float(ranked[1][1]) if len(ranked) > 1 else 0.0
-    same_id = sum(1 for ent in span.doc.ents if ent.start_char != span.start_char and ent[0].ent_kb_id_ == kb_id)
     return [top, top - second, float(len(ranked) == 1), float(bool(ranked) and ranked[0][0] == kb_id),
             float(remembered), float(kb_name), math.log1p(len(span.text)), float(len(span)),
             float(span.text == span.text.lower()), float(bool(_SHORT_FORM.match(span.text))), float("|" in kb_id),

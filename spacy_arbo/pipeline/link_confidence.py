@@ -3,8 +3,9 @@ without labels on the KB's own names) and, calibrated on a labelled dev set, by 
 component at the end of the pipeline, which sees the links every component before it decided
 (reranker, link memory) and can leave the unsure ones NIL (`threshold`, a confidence)."""
 import logging
+from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import srsly
 from spacy.language import Language
@@ -42,8 +43,16 @@ class ConfidenceFeatures:
         self.kb_names = linker.exact_names.ids(linker.require_retriever())
 
     def __call__(self, spans: Sequence[Span]) -> List[List[float]]:
-        return [link_features(span, read_kb_id(span), any(m.lookup(span) is not None for m in self.memories),
-                              memory_key(span.text) in self.kb_names) for span in spans]
+        ids_per_doc: Dict[int, Counter] = {}
+        for span in spans:
+            if id(span.doc) not in ids_per_doc:
+                ids_per_doc[id(span.doc)] = Counter(read_kb_id(ent) for ent in span.doc.ents)
+        rows = []
+        for span in spans:
+            kb_id = read_kb_id(span)
+            rows.append(link_features(span, kb_id, any(m.lookup(span) is not None for m in self.memories),
+                                      memory_key(span.text) in self.kb_names, ids_per_doc[id(span.doc)][kb_id] - 1))
+        return rows
 
 
 def linked_spans(docs: Iterable[Doc]) -> List[Span]:
