@@ -9,11 +9,10 @@ TARGET_PRECISIONS = (0.95, 0.99)
 
 
 def expected_calibration_error(confidence: Sequence[float], right: Sequence[bool], bins: int = ECE_BINS) -> float:
-    """Sum over equal-width bins of |accuracy - mean confidence|, weighted by the bin's share."""
-    conf, y = np.asarray(confidence, dtype=float), np.asarray(right, dtype=float)
-    which = np.minimum((conf * bins).astype(int), bins - 1)
-    return float(sum(abs(y[which == b].mean() - conf[which == b].mean()) * (which == b).mean()
-                     for b in range(bins) if (which == b).any()))
+    """Sum over equal-width bins (`reliability`) of |accuracy - mean confidence|, weighted by the
+    bin's share."""
+    return float(sum(abs(b["accuracy"] - b["confidence"]) * b["n"] for b in reliability(confidence, right, bins)
+                     if b["n"]) / len(confidence))
 
 
 def precision_coverage(confidence: Sequence[float], right: Sequence[bool]) -> List[Dict[str, float]]:
