@@ -35,8 +35,10 @@ def warn_without_mention_finder(nlp: Optional[Language], component: object, name
 
 class NoMentionFinderWarning:
     """`warn_without_mention_finder` once per component, for a batch in which no doc has a
-    mention, outside `Language.evaluate`: `spacy train` of a linker-only pipeline (and `nlp.evaluate`)
-    pipes the bare dev docs first, and the linker's scorer puts the gold mentions on them after."""
+    mention, outside `Language.evaluate` and `Language.update`: `spacy train` of a linker-only
+    pipeline (and `nlp.evaluate`) pipes the bare dev docs first, and the linker's scorer puts the
+    gold mentions on them after; a frozen linker in `annotating_components` (the reranker's
+    training) is piped the bare training docs, and the component after it reads the gold ones."""
 
     def __init__(self) -> None:
         self.warned = False
@@ -44,15 +46,18 @@ class NoMentionFinderWarning:
     def check(self, nlp: Optional[Language], component: object, name: str, docs: Iterable[Doc]) -> List[Doc]:
         """The docs, as a list, warned of when none has a mention."""
         docs = list(docs)
-        if docs and not self.warned and not any(doc.ents for doc in docs) and not _inside_evaluate():
+        if docs and not self.warned and not any(doc.ents for doc in docs) and not _inside_training_or_evaluation():
             self.warned = warn_without_mention_finder(nlp, component, name)
         return docs
 
 
-def _inside_evaluate() -> bool:
+_TRAINING_AND_EVALUATION = (Language.evaluate.__code__, Language.update.__code__)
+
+
+def _inside_training_or_evaluation() -> bool:
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code is Language.evaluate.__code__:
+        if frame.f_code in _TRAINING_AND_EVALUATION:
             return True
         frame = frame.f_back
     return False
