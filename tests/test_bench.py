@@ -144,13 +144,17 @@ def test_confidence_calibration_scores_each_draw_and_the_dev_fit(tmp_path, toy_k
     nlp.to_disk(tmp_path / "linker")
     DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
     result = run(BENCH / "confidence_calibration.py", ["linker", "--dev", "gold.spacy", "--eval", "gold.spacy",
-                                                       "--seeds", "0", "1", "--output", "out.json"], tmp_path)
+                                                       "--seeds", "0", "1", "--folds", "2", "--output", "out.json"],
+                 tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = json.loads((tmp_path / "out.json").read_text())["rows"]
-    assert [(r["calibration"], r["seed"]) for r in rows] == [("label-free", 0), ("label-free", 1),
-                                                             ("dev (gold.spacy)", None)]
+    assert [(r["calibration"], r["seed"]) for r in rows] == [
+        ("label-free", 0), ("label-free", 1), ("dev (gold.spacy)", None),
+        ("dev (gold.spacy), cross-fitted over 2 folds", None)]
     assert all(0 <= r["gold.spacy"]["confidence_ece"] <= 1 for r in rows)
     assert rows[0]["gold.spacy"] != rows[1]["gold.spacy"]  # another draw of names, another fit
+    # Out of fold, each document is scored by a fit that never saw it: not the in-sample figure.
+    assert rows[3]["gold.spacy"]["confidence_ece"] != rows[2]["gold.spacy"]["confidence_ece"]
     assert "| label-free | 1 |" in result.stdout
 
 
