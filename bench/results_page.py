@@ -26,19 +26,26 @@ LINK_COLUMNS = [("acc", "accuracy"), ("strict", "accuracy_strict"), ("BELB", "ac
 E2E_COLUMNS = [("NER P", "ner_p"), ("NER R", "ner_r"), ("NER F", "ner_f"), ("end-to-end P", "e2e_p"),
                ("R", "e2e_r"), ("F (strict)", "e2e_f"), ("F (any-id)", "e2e_any_id_f"), ("docs/s", "docs_per_second")]
 
-NCBI, BC5CDR, XEON = "workflow/ncbi_39d063e", "workflow/bc5cdr_39d063e", "workflow/ncbi_a1bdf40_xeon"
+NCBI, BC5CDR = "workflow/ncbi_8570678_xeon_bf16", "workflow/bc5cdr_8570678_xeon_bf16"
+NCBI_EPYC, BC5CDR_EPYC, NCBI_FP32 = "workflow/ncbi_39d063e", "workflow/bc5cdr_39d063e", "workflow/ncbi_a1bdf40_xeon"
+CONFIDENCE_COLUMNS = [("strict", "accuracy_strict"), ("ECE", "confidence_ece"),
+                      ("coverage at 95%", "coverage_at_precision_95"), ("at 99%", "coverage_at_precision_99")]
+E2E_CONFIDENCE_COLUMNS = [("F (strict)", "e2e_f"), ("ECE", "e2e_confidence_ece"),
+                          ("share at >= 0.9", "e2e_share_at_confidence_90"),
+                          ("precision there", "e2e_precision_at_confidence_90")]
 # (heading, what the rows are, columns, [(row label, file under bench/results/)])
 SECTIONS: List[Tuple[str, str, List[Tuple[str, str]], List[Tuple[str, str]]]] = [
     ("NCBI Disease test: linking gold mentions",
-     "960 mentions against CTD's 11,865 diseases; one `weasel run all` at 39d063e on 2 cores of an AMD EPYC "
-     "(Zen 5, bf16), the reranker row from its 5dfd93b rerun, the KB-only rows from `weasel run kb-only`.",
+     "960 mentions against CTD's 11,865 diseases; one `weasel run all` at 8570678 on 2 cores of an Intel Xeon "
+     "(AMX, bf16), two earlier runs' final pipelines below it, the KB-only rows from `weasel run kb-only`.",
      LINK_COLUMNS,
      [("TF-IDF char 3-grams", f"{NCBI}/tfidf_test.json"), ("dense retriever", f"{NCBI}/retriever_test.json"),
       ("retriever + link_memory", f"{NCBI}/retriever_memory_test.json"), ("clustering", f"{NCBI}/clustering_test.json"),
-      ("reranker (similarity head)", "reranker_similarity_head/workflow_ncbi/reranker_test.json"),
+      ("reranker", f"{NCBI}/reranker_test.json"),
       ("final (the workflow's choice)", f"{NCBI}/final_test.json"),
+      ("final, AMD EPYC Zen 5 bf16 (39d063e)", f"{NCBI_EPYC}/final_test.json"),
+      ("final, Intel Xeon fp32 (a1bdf40)", f"{NCBI_FP32}/final_test.json"),
       ("final, torch exact search, KB names first", "faster_final/ncbi_final_test.json"),
-      ("final, Intel Xeon fp32 (a1bdf40)", f"{XEON}/final_test.json"),
       ("final over MEDIC 2012", "unseen_kb_release/medic_final_test.json"),
       ("default linker, no training", "default_linker/ncbi_test.json"),
       ("KB-only (no labelled mention)", "kb_only/ncbi_kb_only_test.json"),
@@ -49,24 +56,48 @@ SECTIONS: List[Tuple[str, str, List[Tuple[str, str]], List[Tuple[str, str]]]] = 
      [("TF-IDF char 3-grams", f"{BC5CDR}/tfidf_test.json"), ("dense retriever", f"{BC5CDR}/retriever_test.json"),
       ("retriever + link_memory", f"{BC5CDR}/retriever_memory_test.json"),
       ("clustering", f"{BC5CDR}/clustering_test.json"),
-      ("reranker (similarity head)", "reranker_similarity_head/workflow_bc5cdr/reranker_test.json"),
+      ("reranker", f"{BC5CDR}/reranker_test.json"),
       ("final (the workflow's choice)", f"{BC5CDR}/final_test.json"),
+      ("final, AMD EPYC Zen 5 bf16 (39d063e)", f"{BC5CDR_EPYC}/final_test.json"),
       ("default linker, no training", "default_linker/bc5cdr_dev.json"),
       ("KB-only (no labelled mention)", "kb_only/bc5cdr_kb_only_test.json"),
       ("KB-only + train annotations, no training", "kb_only/bc5cdr_annotations_no_training_test.json")]),
     ("Raw text end to end",
-     "Mentions found by each recognizer, then linked by the corpus's final pipeline (`evaluate --end-to-end`).",
+     "Mentions found by each recognizer, then linked by the corpus's final pipeline (`evaluate --end-to-end`); "
+     "the workflow's e2e is the one dev chose.",
      E2E_COLUMNS,
-     [("NCBI test: CNN", "raw_text/ncbi/e2e_cnn_test.json"), ("NCBI test: KB names", "raw_text/ncbi/e2e_kb_test.json"),
-      ("NCBI test: transformer", "raw_text/ncbi/e2e_trf_test.json"),
-      ("NCBI test: transformer + KB names", "raw_text/ncbi/e2e_trf_kb_test.json"),
-      ("NCBI test: the workflow's e2e (39d063e)", f"{NCBI}/e2e_test.json"),
-      ("NCBI test: listed short forms read", "raw_text/listed_short_forms/e2e_test_after.json"),
-      ("BC5CDR dev: CNN", "raw_text/bc5cdr/e2e_cnn_test.json"), ("BC5CDR dev: KB names", "raw_text/bc5cdr/e2e_kb_test.json"),
-      ("BC5CDR dev: transformer", "raw_text/bc5cdr/e2e_trf_test.json"),
-      ("BC5CDR dev: transformer + KB names", "raw_text/bc5cdr/e2e_trf_kb_test.json"),
+     [("NCBI test: CNN", f"{NCBI}/e2e_cnn_test.json"), ("NCBI test: KB names", f"{NCBI}/e2e_kb_test.json"),
+      ("NCBI test: transformer", f"{NCBI}/e2e_trf_test.json"),
+      ("NCBI test: transformer + KB names", f"{NCBI}/e2e_trf_kb_test.json"),
+      ("NCBI test: the workflow's e2e", f"{NCBI}/e2e_test.json"),
+      ("BC5CDR dev: CNN", f"{BC5CDR}/e2e_cnn_test.json"), ("BC5CDR dev: KB names", f"{BC5CDR}/e2e_kb_test.json"),
+      ("BC5CDR dev: transformer", f"{BC5CDR}/e2e_trf_test.json"),
+      ("BC5CDR dev: transformer + KB names", f"{BC5CDR}/e2e_trf_kb_test.json"),
+      ("BC5CDR dev: the workflow's e2e", f"{BC5CDR}/e2e_test.json"),
       ("NCBI's package on BC5CDR dev", "raw_text/across/e2e_on_bc5cdr.json"),
       ("BC5CDR's package on NCBI test", "raw_text/across/e2e_on_ncbi.json")]),
+    ("Confidence on gold mentions",
+     "`span._.kb_confidence`: ECE is the expected calibration error over 15 bins; coverage at 95% / 99% the share "
+     "of all mentions linked at or above the confidence where the links kept are that precise. The trained "
+     "pipelines are calibrated on their corpus's dev set (BC5CDR's: its evaluation set, so in-sample), the "
+     "default and KB-only linkers on the KB's names (label-free).",
+     CONFIDENCE_COLUMNS,
+     [("NCBI test: trained final", f"{NCBI}/final_test.json"),
+      ("NCBI test: default linker, label-free", "confidence/lf_ncbi_test.json"),
+      ("NCBI test: default linker, calibrated on NCBI dev", "confidence/dev_ncbi_test.json"),
+      ("NCBI test: KB-only, label-free", "confidence/kb_only_ncbi_test.json"),
+      ("BC5CDR dev: trained final (in-sample)", f"{BC5CDR}/final_test.json"),
+      ("BC5CDR dev: default linker, label-free", "confidence/lf_bc5cdr_dev.json"),
+      ("BC5CDR dev: default linker, calibrated on BC5CDR train", "confidence/dev_bc5cdr_dev.json"),
+      ("BC5CDR dev: KB-only, label-free", "confidence/kb_only_bc5cdr_dev.json")]),
+    ("Confidence end to end",
+     "A spurious mention from the recognizer counts as a wrong link; the workflow's e2e is calibrated end to end "
+     "on dev (BC5CDR's: in-sample).",
+     E2E_CONFIDENCE_COLUMNS,
+     [("NCBI test: the workflow's e2e", f"{NCBI}/e2e_test.json"),
+      ("BC5CDR dev: the workflow's e2e (in-sample)", f"{BC5CDR}/e2e_test.json"),
+      ("NCBI test: KB names + default linker, label-free", "confidence/lf_e2e_ncbi_test.json"),
+      ("NCBI test: KB names + default linker, calibrated end to end on NCBI dev", "confidence/dev_e2e_ncbi_test.json")]),
 ]
 
 INTRO = """# Results
