@@ -84,6 +84,8 @@ def main() -> None:
                         help="also cross-fit the dev calibration over this many folds of dev documents")
     parser.add_argument("--output", help="write the figures as JSON here")
     args = parser.parse_args()
+    if args.folds == 1 or args.folds < 0:
+        parser.error(f"--folds takes 2 or more folds (0: no cross-fit); got {args.folds}")
 
     nlp = load_pipeline(args.pipeline)
     linker = pipeline_linker(nlp, args.pipeline)
@@ -98,7 +100,7 @@ def main() -> None:
                                              features, seed=seed)
         rows.append({"calibration": "label-free", "seed": seed, "fit_seconds": round(time.perf_counter() - start, 1),
                      **{p: scored(calibration, s) for p, s in sets.items()}})
-    calibration = fit_calibration(dev[0], dev[1], "dev")
+    calibration = fit_calibration(dev.rows, dev.right, "dev")
     rows.append({"calibration": f"dev ({args.dev})", "seed": None, **{p: scored(calibration, s) for p, s in sets.items()}})
     if args.folds > 1:
         rows.append({"calibration": f"dev ({args.dev}), cross-fitted over {args.folds} folds", "seed": None,
