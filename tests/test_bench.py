@@ -175,3 +175,79 @@ def test_link_speed_compares_processes_and_measures_memory(tmp_path, toy_pipelin
     assert runs["1 process"]["ratio_to_1_process"] == 1.0
     soak = figures["soak"]
     assert soak["documents"] == 2100 and soak["samples"] and soak["rss_mb_at_end"] > 100
+
+
+def test_pipeline_speed_puts_a_variant_beside_its_baseline(tmp_path, toy_kb_dir):
+    """Gold mentions: each pipeline's figures, and how many links the variant changes; with
+    `--end-to-end`, the same pipeline reads the raw texts through its mention finder."""
+    from spacy.tokens import DocBin
+
+    from spacy_arbo.cli.pipeline import add_kb_finder
+
+    from .conftest import TOY_TEXTS, make_doc
+    from .util import make_nlp
+
+    nlp = make_nlp(toy_kb_dir, candidate_source="tfidf")
+    nlp.to_disk(tmp_path / "linker")
+    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+    result = run(BENCH / "pipeline_speed.py", ["linker", "linker:top_k=1", "--docs", "gold.spacy", "--repeats", "1",
+                                               "--profile", "--output", "speed.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads((tmp_path / "speed.json").read_text())["rows"]
+    assert [row["pipeline"] for row in rows] == ["linker", "linker:top_k=1"]
+    assert rows[0]["ratio_to_first"] == 1.0 and rows[1]["kb_ids_differing_from_second"] == 0
+    assert rows[0]["accuracy_strict"] == rows[1]["accuracy_strict"] == 1.0  # TF-IDF finds every toy name
+    assert rows[0]["profile"]["TF-IDF search"] > 0 and rows[0]["profile"]["encode mentions"] == 0
+
+    add_kb_finder(nlp)
+    nlp.to_disk(tmp_path / "raw")
+    result = run(BENCH / "pipeline_speed.py", ["raw", "--docs", "gold.spacy", "--repeats", "1", "--end-to-end",
+                                               "--output", "e2e.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    row = json.loads((tmp_path / "e2e.json").read_text())["rows"][0]
+    assert row["docs_per_second"] > 0 and 0 < row["ner_f"] <= 1 and row["e2e_f"] <= row["ner_f"]
+
+
+def test_plot_train_curves_draws_train_cost_results_and_refuses_other_json(tmp_path):
+    dev = [{"minutes": m, "updates": int(10 * m), "recall@1": 0.3 + m / 100, "recall@64": 0.9} for m in (5, 2.5)]
+    (tmp_path / "run.json").write_text(json.dumps([{"variant": "plain", "dev": dev}]))
+    result = run(BENCH / "plot_train_curves.py", ["run.json", "--output", "curves.png"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "plain: 2.5 min 0.325 (25 upd.), 5 min 0.350 (50 upd.)" in result.stdout  # sorted by minutes
+    (tmp_path / "other.json").write_text(json.dumps({"rows": []}))
+    result = run(BENCH / "plot_train_curves.py", ["other.json", "--output", "x.png"], tmp_path)
+    assert result.returncode != 0 and "other.json: not a bench/train_cost.py result" in result.stderr
+
+
+def test_ray_encoding_gives_the_vectors_of_one_process(tmp_path, toy_kb_dir):
+    from .conftest import TOY_ENTITIES
+    from .util import make_nlp
+
+    make_nlp(toy_kb_dir).to_disk(tmp_path / "linker")
+    (tmp_path / "kb.jsonl").write_text("".join(
+        json.dumps({"concept_id": i, "canonical_name": n, "aliases": list(a)}) + "\n" for i, n, a, _ in TOY_ENTITIES))
+    result = run(BENCH / "ray_encoding.py", ["linker", "--kb", "kb.jsonl", "--workers", "1", "--limit", "4",
+                                             "--output", "ray.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads((tmp_path / "ray.json").read_text())
+    assert (figures["entities"], figures["texts"]) == (4, 12)  # 4 names and their 8 aliases
+    assert figures["max_abs_difference"] < 1e-5 and figures["rows_differing"] >= 0
+
+
+def test_soak_samples_memory_against_documents_in_one_and_two_processes(tmp_path, toy_kb_dir):
+    from spacy.tokens import DocBin
+
+    from .conftest import TOY_TEXTS, make_doc
+    from .util import make_nlp
+
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "linker")
+    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+    result = run(BENCH / "soak.py", ["linker", "--corpora", "gold.spacy", "--docs", "400", "--every", "100",
+                                     "--compare", "200", "--n-process", "1", "2", "--output", "soak.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = json.loads((tmp_path / "soak.json").read_text())["runs"]
+    assert [(r["n_process"], r["docs"], r["mentions"], r["linked"]) for r in runs] == [(1, 400, 800, 800), (2, 400, 800, 800)]
+    for r in runs:  # the toy docs cycle: 8 mentions in 4 docs, every one linked
+        assert [s["docs"] for s in r["samples"]] == [0, 100, 200, 300, 400] and r["rss_end_over_compare"] > 0
