@@ -26,8 +26,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=export_encoder_command)
 
     defaults = AlignmentSettings()
-    cmd = commands.add_parser("self-align", help="align the names of each KB entity in an encoder to convergence "
-                              "(SapBERT's recipe, several passes), keeping the pass that links held-out KB names best: "
+    cmd = commands.add_parser("self-align", help="align the names of each KB entity in an encoder "
+                              "(SapBERT's recipe, one pass by default), keeping the pass that links held-out KB names best: "
                               "the KB-only recipe's encoder, trained without any labelled mention")
     cmd.add_argument("kb_dir", help="entity store directory")
     cmd.add_argument("out_dir", help="where to write the encoder (a Hugging Face model directory)")
