@@ -79,14 +79,16 @@ SECTIONS: List[Tuple[str, str, List[Tuple[str, str]], List[Tuple[str, str]]]] = 
     ("Confidence on gold mentions",
      "`span._.kb_confidence`: ECE is the expected calibration error over 15 bins; coverage at 95% / 99% the share "
      "of all mentions linked at or above the confidence where the links kept are that precise. The trained "
-     "pipelines are calibrated on their corpus's dev set (BC5CDR's: its evaluation set, so in-sample), the "
-     "default and KB-only linkers on the KB's names (label-free).",
+     "pipelines are calibrated on their corpus's dev set (BC5CDR's: its evaluation set, so in-sample; cross-fitted "
+     "in [confidence/](../bench/results/confidence/README.md)), the default and KB-only linkers on the KB's names "
+     "(label-free).",
      CONFIDENCE_COLUMNS,
      [("NCBI test: trained final", f"{NCBI}/final_test.json"),
       ("NCBI test: default linker, label-free", "confidence/lf_ncbi_test.json"),
       ("NCBI test: default linker, calibrated on NCBI dev", "confidence/dev_ncbi_test.json"),
       ("NCBI test: KB-only, label-free", "confidence/kb_only_ncbi_test.json"),
       ("BC5CDR dev: trained final (in-sample)", f"{BC5CDR}/final_test.json"),
+      ("BC5CDR dev: trained retriever + memory, label-free (no calibrate)", "confidence/label_free_memory_bc5cdr_dev.json"),
       ("BC5CDR dev: default linker, label-free", "confidence/lf_bc5cdr_dev.json"),
       ("BC5CDR dev: default linker, calibrated on BC5CDR train", "confidence/dev_bc5cdr_dev.json"),
       ("BC5CDR dev: KB-only, label-free", "confidence/kb_only_bc5cdr_dev.json")]),
