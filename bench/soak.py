@@ -29,6 +29,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from spacy_arbo.corpora import read_docbin
+from spacy_arbo.kb.entities import NIL
 
 # Workers fork after the tokenizer has run; its threads would be turned off there anyway.
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -100,7 +101,7 @@ def soak(nlp: Language, pieces: List[Doc], total: int, every: int, n_process: in
     started = time.perf_counter()
     for done, doc in enumerate(nlp.pipe(stream(nlp, pieces, total), n_process=n_process, batch_size=batch_size), 1):
         mentions += len(doc.ents)
-        linked += sum(1 for ent in doc.ents if ent.kb_id_)
+        linked += sum(1 for ent in doc.ents if ent.kb_id_ not in ("", NIL))
         if done % every == 0 or done == total:
             samples.append({"docs": done, **sample(pid, trim), "seconds": round(time.perf_counter() - started, 1)})
             print(json.dumps({"n_process": n_process, **samples[-1]}), flush=True)

@@ -33,8 +33,24 @@ KB_SCALE_TINY = ["--entities", "2000", "--mentions", "50", "--json", "kb_scale.j
 def run(script: Path, args: List[str], cwd: Path) -> subprocess.CompletedProcess:
     # This checkout's package first, whatever is installed.
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # A script that starts Ray starts its own runtime, not one the caller's RAY_ADDRESS names.
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
     return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": path}, timeout=300)
+                          env={**env, "PYTHONPATH": path}, timeout=300)
+
+
+@pytest.fixture
+def toy_linker(tmp_path, toy_kb_dir):
+    """The toy dense linker saved as `linker`, and the toy texts' gold mentions as `gold.spacy`, in tmp_path."""
+    from spacy.tokens import DocBin
+
+    from .conftest import TOY_TEXTS, make_doc
+    from .util import make_nlp
+
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "linker")
+    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+    return nlp
 
 
 def test_bench_holds_benchmarks():
@@ -134,15 +150,7 @@ def test_recognizers_score_mentions_with_and_without_consistency(tmp_path):
     assert "| + mention_consistency, min_share 0.35 | 1.000 | 1.000 | 1.000 |" in result.stdout
 
 
-def test_confidence_calibration_scores_each_draw_and_the_dev_fit(tmp_path, toy_kb_dir):
-    from spacy.tokens import DocBin
-
-    from .conftest import TOY_TEXTS, make_doc
-    from .util import make_nlp
-
-    nlp = make_nlp(toy_kb_dir)
-    nlp.to_disk(tmp_path / "linker")
-    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+def test_confidence_calibration_scores_each_draw_and_the_dev_fit(tmp_path, toy_linker):
     result = run(BENCH / "confidence_calibration.py", ["linker", "--dev", "gold.spacy", "--eval", "gold.spacy",
                                                        "--seeds", "0", "1", "--folds", "2", "--output", "out.json"],
                  tmp_path)
@@ -190,13 +198,13 @@ def test_pipeline_speed_puts_a_variant_beside_its_baseline(tmp_path, toy_kb_dir)
     nlp = make_nlp(toy_kb_dir, candidate_source="tfidf")
     nlp.to_disk(tmp_path / "linker")
     DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
-    result = run(BENCH / "pipeline_speed.py", ["linker", "linker:top_k=1", "--docs", "gold.spacy", "--repeats", "1",
-                                               "--profile", "--output", "speed.json"], tmp_path)
+    result = run(BENCH / "pipeline_speed.py", ["linker", "linker:threshold=2.0", "--docs", "gold.spacy",
+                                               "--repeats", "1", "--profile", "--output", "speed.json"], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = json.loads((tmp_path / "speed.json").read_text())["rows"]
-    assert [row["pipeline"] for row in rows] == ["linker", "linker:top_k=1"]
-    assert rows[0]["ratio_to_first"] == 1.0 and rows[1]["kb_ids_differing_from_second"] == 0
-    assert rows[0]["accuracy_strict"] == rows[1]["accuracy_strict"] == 1.0  # TF-IDF finds every toy name
+    assert [row["pipeline"] for row in rows] == ["linker", "linker:threshold=2.0"]
+    # TF-IDF finds every toy name; above any score, the variant leaves all 8 mentions NIL.
+    assert [(row["accuracy_strict"], row["kb_ids_differing_from_second"]) for row in rows] == [(1.0, 8), (0.0, 0)]
     assert rows[0]["profile"]["TF-IDF search"] > 0 and rows[0]["profile"]["encode mentions"] == 0
 
     add_kb_finder(nlp)
@@ -205,10 +213,12 @@ def test_pipeline_speed_puts_a_variant_beside_its_baseline(tmp_path, toy_kb_dir)
                                                "--output", "e2e.json"], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     row = json.loads((tmp_path / "e2e.json").read_text())["rows"][0]
-    assert row["docs_per_second"] > 0 and 0 < row["ner_f"] <= 1 and row["e2e_f"] <= row["ner_f"]
+    # Every toy mention is written as a KB name: the finder finds each, the linker links each right.
+    assert row["docs_per_second"] > 0 and (row["ner_f"], row["e2e_f"], row["e2e_any_id_f"]) == (1.0, 1.0, 1.0)
 
 
 def test_plot_train_curves_draws_train_cost_results_and_refuses_other_json(tmp_path):
+    pytest.importorskip("matplotlib", reason="the [plot] extra is not installed")
     dev = [{"minutes": m, "updates": int(10 * m), "recall@1": 0.3 + m / 100, "recall@64": 0.9} for m in (5, 2.5)]
     (tmp_path / "run.json").write_text(json.dumps([{"variant": "plain", "dev": dev}]))
     result = run(BENCH / "plot_train_curves.py", ["run.json", "--output", "curves.png"], tmp_path)
@@ -220,11 +230,10 @@ def test_plot_train_curves_draws_train_cost_results_and_refuses_other_json(tmp_p
     assert result.returncode != 0 and "other.json: not a bench/train_cost.py result" in result.stderr
 
 
-def test_ray_encoding_gives_the_vectors_of_one_process(tmp_path, toy_kb_dir):
+def test_ray_encoding_gives_the_vectors_of_one_process(tmp_path, toy_linker):
+    pytest.importorskip("ray", reason="the [ray] extra is not installed")
     from .conftest import TOY_ENTITIES
-    from .util import make_nlp
 
-    make_nlp(toy_kb_dir).to_disk(tmp_path / "linker")
     (tmp_path / "kb.jsonl").write_text("".join(
         json.dumps({"concept_id": i, "canonical_name": n, "aliases": list(a)}) + "\n" for i, n, a, _ in TOY_ENTITIES))
     result = run(BENCH / "ray_encoding.py", ["linker", "--kb", "kb.jsonl", "--workers", "1", "--limit", "4",
@@ -232,18 +241,10 @@ def test_ray_encoding_gives_the_vectors_of_one_process(tmp_path, toy_kb_dir):
     assert result.returncode == 0, result.stderr[-2000:]
     figures = json.loads((tmp_path / "ray.json").read_text())
     assert (figures["entities"], figures["texts"]) == (4, 12)  # 4 names and their 8 aliases
-    assert figures["max_abs_difference"] < 1e-5 and figures["rows_differing"] >= 0
+    assert figures["max_abs_difference"] < 1e-5
 
 
-def test_soak_samples_memory_against_documents_in_one_and_two_processes(tmp_path, toy_kb_dir):
-    from spacy.tokens import DocBin
-
-    from .conftest import TOY_TEXTS, make_doc
-    from .util import make_nlp
-
-    nlp = make_nlp(toy_kb_dir)
-    nlp.to_disk(tmp_path / "linker")
-    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+def test_soak_samples_memory_against_documents_in_one_and_two_processes(tmp_path, toy_linker):
     result = run(BENCH / "soak.py", ["linker", "--corpora", "gold.spacy", "--docs", "400", "--every", "100",
                                      "--compare", "200", "--n-process", "1", "2", "--output", "soak.json"], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -18,7 +18,7 @@ KB_FORMATS = ["auto", *readers.KB_FORMATS]
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
-    cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz) or MEDIC file")
+    cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz), MEDIC or ID<TAB>name file")
     cmd.add_argument("out_dir")
     cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
     cmd.add_argument("--store", default="memory", choices=["memory", "disk"],
@@ -42,7 +42,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
         dest="action", required=True)
     cmd = kb_commands.add_parser("add", help="add entities (those whose id the KB has replace it); only they are encoded")
     cmd.add_argument("pipeline")
-    cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC)")
+    cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC, ID<TAB>name)")
     cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
     cmd = kb_commands.add_parser("remove", help="remove entities by id")
     cmd.add_argument("pipeline")

@@ -20,11 +20,12 @@ MODIFIERS = ("familial", "hereditary", "congenital", "severe", "acute", "chronic
              "early onset", "recurrent")
 # The weight, among up to seven other ways of varying a name, of putting another name's word in.
 SWAPS = 2
-# What the KB's names cannot show, so the label-free calibration leaves it out: how a mention is
-# written (its length, its case) tells right links from wrong ones differently in a KB's names
-# than in a corpus's mentions, and a link memory remembers a corpus's texts, whose links it gets
-# right far more often than the linker gets a KB name that the memory happens to hold.
-NOT_SHOWN_BY_NAMES = ("log_chars", "words", "lowercase", "remembered")
+# What tells right links from wrong ones otherwise in a KB's names than in a corpus's mentions, so
+# the label-free calibration leaves it out: how a mention is written (its length, its case), and
+# whether a link memory remembers its text (the memory links a corpus's texts as its annotators
+# did; scored against the entity a KB name was taken from, those links look wrong wherever the
+# annotators chose another entity, while on the corpus's own texts they are nearly always right).
+UNLIKE_IN_CORPORA = ("log_chars", "words", "lowercase", "remembered")
 SENTENCES = ("Patients with {} were enrolled.", "We report a case of {} in a child.", "{} was diagnosed.",
              "The risk of {} increased.", "Mutations cause {} in this family.")
 
@@ -98,4 +99,4 @@ def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable
     docs, ids = name_mentions(kb, vocab, make_doc, n, seed)
     spans = [doc.ents[0] for doc in link(docs)]
     return fit_calibration(features(spans), [span.kb_id_ == kb_id for span, kb_id in zip(spans, ids)],
-                           source="label-free", ignore=NOT_SHOWN_BY_NAMES)
+                           source="label-free", ignore=UNLIKE_IN_CORPORA)

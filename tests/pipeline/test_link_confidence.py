@@ -132,16 +132,14 @@ def test_link_confidence_calibrates_label_free_behind_a_kb_finder_and_its_filter
 
 
 def test_label_free_confidence_gives_what_a_link_memory_remembers_no_weight(toy_kb_dir):
-    """The KB's names are linked by the linker alone: where a memory remembers one of them, the
-    linker's link says nothing of how often the memory's own links are right."""
+    """A memory links the KB names it remembers as the corpus's annotators linked those texts, which
+    is not the entity each name was taken from: what that shows says nothing of how often the
+    memory is right on a corpus's mentions."""
     from spacy_arbo.confidence.features import FEATURES
 
     nlp = make_nlp(toy_kb_dir)
     nlp.add_pipe("link_memory", last=True).add(gold(nlp))
     linker = nlp.get_pipe("arbo_linker")
     linker.confidence.fit(linker)
-    features = linker.confidence.calibration
-    remembered = FEATURES.index("remembered")
-    assert features.weights[remembered] == 0.0 and features.weights[FEATURES.index("top_score")] != 0.0
-    docs = list(nlp.pipe(toy_inputs(nlp)))
-    assert all(0.5 < e._.kb_confidence < 1 for doc in docs for e in doc.ents)  # the memory's links are sure ones
+    weights = linker.confidence.calibration.weights
+    assert weights[FEATURES.index("remembered")] == 0.0 and weights[FEATURES.index("top_score")] != 0.0
