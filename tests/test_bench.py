@@ -252,3 +252,53 @@ def test_soak_samples_memory_against_documents_in_one_and_two_processes(tmp_path
     assert [(r["n_process"], r["docs"], r["mentions"], r["linked"]) for r in runs] == [(1, 400, 800, 800), (2, 400, 800, 800)]
     for r in runs:  # the toy docs cycle: 8 mentions in 4 docs, every one linked
         assert [s["docs"] for s in r["samples"]] == [0, 100, 200, 300, 400] and r["rss_end_over_compare"] > 0
+
+
+def test_encode_cost_measures_each_setting_on_both_indexes(tmp_path, toy_linker):
+    """The toy texts as a tiny NCBI test file: each setting encodes the KB's names, then names and
+    aliases, and links every mention; a batch size changes the speed, not the links."""
+    from .conftest import TOY_TEXTS
+
+    lines = []
+    for i, (text, mentions) in enumerate(TOY_TEXTS):
+        lines += [f"{1000 + i}|t|{text}", f"{1000 + i}|a|"]
+        start = 0
+        for surface, kb_id in mentions:
+            begin = text.index(surface, start)
+            start = begin + len(surface)
+            lines.append(f"{1000 + i}\t{begin}\t{start}\t{surface}\tSpecificDisease\t{kb_id.split(':')[1]}")
+        lines.append("")
+    (tmp_path / "data" / "ncbi_disease").mkdir(parents=True)
+    (tmp_path / "data" / "ncbi_disease" / "NCBItestset_corpus.txt").write_text("\n".join(lines) + "\n")
+    result = run(BENCH / "encode_cost.py", ["linker", "--data", "data", "--settings", "fp32:64", "fp32:2",
+                                            "--output", "cost.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = json.loads((tmp_path / "cost.json").read_text())
+    assert [(r["index_aliases"], r["batch_size"], r["kb_texts"]) for r in rows] == [
+        (False, 64, 6), (False, 2, 6), (True, 64, 17), (True, 2, 17)]  # 6 names, then with their 11 aliases
+    assert rows[0]["accuracy_strict"] == rows[1]["accuracy_strict"] < rows[2]["accuracy_strict"] == rows[3]["accuracy_strict"] == 1.0
+
+
+def test_linker_speed_compares_candidate_sources_on_the_real_kb(tmp_path, data_dir):
+    result = run(BENCH / "linker_speed.py", ["--data", str(data_dir), "--kb-limit", "300", "--repeats", "1",
+                                             "--systems", "tfidf", "dense-hashed"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "KB: 300 entities; NCBI test: 100 docs, 960 mentions" in result.stdout
+    table = {line.split()[0]: line.split() for line in result.stdout.splitlines()
+             if line.startswith(("tfidf ", "dense-hashed "))}
+    assert sorted(table) == ["dense-hashed", "tfidf"] and table["tfidf"][3] == "1.00"  # the baseline's ratio
+    assert all(0 <= float(table[name][4]) <= float(table[name][5]) <= 1 for name in table)  # R@1 <= R@64
+
+
+def test_train_cost_scores_a_variant_at_each_budget(tmp_path, data_dir, tiny_bert_dir):
+    """A tiny BERT for two budgets of a few seconds on the real corpora: each evaluation comes later
+    and after more updates than the one before."""
+    result = run(BENCH / "train_cost.py", ["--data", str(data_dir), "--work", "work", "--eval-minutes", "0.05", "0.1",
+                                           "--variants", "today", "--encoder", str(tiny_bert_dir),
+                                           "--output", "cost.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (row,) = json.loads((tmp_path / "cost.json").read_text())
+    assert row["variant"] == "today" and row["seconds_per_update"] > 0
+    assert [e["minutes"] for e in row["dev"]] == [0.05, 0.1]
+    assert 0 < row["dev"][0]["updates"] < row["dev"][1]["updates"]
+    assert all(0 <= e["recall@1"] <= e["recall@64"] <= 1 for e in row["dev"])
