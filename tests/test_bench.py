@@ -39,18 +39,23 @@ def run(script: Path, args: List[str], cwd: Path) -> subprocess.CompletedProcess
                           env={**env, "PYTHONPATH": path}, timeout=300)
 
 
-@pytest.fixture
-def toy_linker(tmp_path, toy_kb_dir):
-    """The toy dense linker saved as `linker`, and the toy texts' gold mentions as `gold.spacy`, in tmp_path."""
+def save_toy_linker(tmp_path: Path, kb_dir: Path, **settings):
+    """The toy linker saved as `linker`, and the toy texts' gold mentions as `gold.spacy`, in tmp_path."""
     from spacy.tokens import DocBin
 
     from .conftest import TOY_TEXTS, make_doc
     from .util import make_nlp
 
-    nlp = make_nlp(toy_kb_dir)
+    nlp = make_nlp(kb_dir, **settings)
     nlp.to_disk(tmp_path / "linker")
     DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
     return nlp
+
+
+@pytest.fixture
+def toy_linker(tmp_path, toy_kb_dir):
+    """The toy dense linker and gold mentions (`save_toy_linker`)."""
+    return save_toy_linker(tmp_path, toy_kb_dir)
 
 
 def test_bench_holds_benchmarks():
@@ -188,16 +193,9 @@ def test_link_speed_compares_processes_and_measures_memory(tmp_path, toy_pipelin
 def test_pipeline_speed_puts_a_variant_beside_its_baseline(tmp_path, toy_kb_dir):
     """Gold mentions: each pipeline's figures, and how many links the variant changes; with
     `--end-to-end`, the same pipeline reads the raw texts through its mention finder."""
-    from spacy.tokens import DocBin
-
     from spacy_arbo.cli.pipeline import add_kb_finder
 
-    from .conftest import TOY_TEXTS, make_doc
-    from .util import make_nlp
-
-    nlp = make_nlp(toy_kb_dir, candidate_source="tfidf")
-    nlp.to_disk(tmp_path / "linker")
-    DocBin(docs=[make_doc(nlp, t, m) for t, m in TOY_TEXTS]).to_disk(tmp_path / "gold.spacy")
+    nlp = save_toy_linker(tmp_path, toy_kb_dir, candidate_source="tfidf")
     result = run(BENCH / "pipeline_speed.py", ["linker", "linker:threshold=2.0", "--docs", "gold.spacy",
                                                "--repeats", "1", "--profile", "--output", "speed.json"], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -258,18 +256,16 @@ def test_encode_cost_measures_each_setting_on_both_indexes(tmp_path, toy_linker)
     """The toy texts as a tiny NCBI test file: each setting encodes the KB's names, then names and
     aliases, and links every mention; a batch size changes the speed, not the links."""
     from .conftest import TOY_TEXTS
+    from .util import pubtator
 
-    lines = []
+    documents = []
     for i, (text, mentions) in enumerate(TOY_TEXTS):
-        lines += [f"{1000 + i}|t|{text}", f"{1000 + i}|a|"]
-        start = 0
-        for surface, kb_id in mentions:
-            begin = text.index(surface, start)
-            start = begin + len(surface)
-            lines.append(f"{1000 + i}\t{begin}\t{start}\t{surface}\tSpecificDisease\t{kb_id.split(':')[1]}")
-        lines.append("")
+        # (surface, type, MeSH id, which occurrence of the surface in the text)
+        located = [(surface, "SpecificDisease", kb_id.split(":")[1], [s for s, _ in mentions[:j]].count(surface))
+                   for j, (surface, kb_id) in enumerate(mentions)]
+        documents.append(pubtator(1000 + i, text, "", located))
     (tmp_path / "data" / "ncbi_disease").mkdir(parents=True)
-    (tmp_path / "data" / "ncbi_disease" / "NCBItestset_corpus.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "data" / "ncbi_disease" / "NCBItestset_corpus.txt").write_text("".join(documents))
     result = run(BENCH / "encode_cost.py", ["linker", "--data", "data", "--settings", "fp32:64", "fp32:2",
                                             "--output", "cost.json"], tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]

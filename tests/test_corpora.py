@@ -14,27 +14,14 @@ from spacy_arbo.kb.entities import NIL, Entity
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError
 
+from .util import mention_line, pubtator
+
 TITLE = "Wilson disease and copper overload in terriers"
 ABSTRACT = (
     "Hepatic copper accumulation causes liver disease. "
     "Breast and ovarian cancer were rare. Nalozone toxicity had no id."
 )
 TEXT = f"{TITLE} {ABSTRACT}"
-
-
-def mention_line(pmid, text, surface, label, ids, occurrence=0):
-    start = -1
-    for _ in range(occurrence + 1):
-        start = text.index(surface, start + 1)
-    return f"{pmid}\t{start}\t{start + len(surface)}\t{surface}\t{label}\t{ids}"
-
-
-def pubtator(pmid, title, abstract, mentions=(), extra=()):
-    """One PubTator document; `mentions` are (surface, type, ids), located in the text."""
-    text = f"{title} {abstract}"
-    lines = [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
-    lines += [mention_line(pmid, text, *m) for m in mentions]
-    return "\n".join([*lines, *extra]) + "\n\n"
 
 
 FIRST_DOC = pubtator("100", TITLE, ABSTRACT, [

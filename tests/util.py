@@ -15,6 +15,21 @@ def ctd_line(name, did, alt="", definition="", synonyms="", slims="", parents=""
     return "\t".join([name, did, alt, definition, parents, "", "", synonyms, slims]) + "\n"
 
 
+def mention_line(pmid, text, surface, label, ids, occurrence=0):
+    start = -1
+    for _ in range(occurrence + 1):
+        start = text.index(surface, start + 1)
+    return f"{pmid}\t{start}\t{start + len(surface)}\t{surface}\t{label}\t{ids}"
+
+
+def pubtator(pmid, title, abstract, mentions=(), extra=()):
+    """One PubTator document; `mentions` are (surface, type, ids[, occurrence]), located in the text."""
+    text = f"{title} {abstract}"
+    lines = [f"{pmid}|t|{title}", f"{pmid}|a|{abstract}"]
+    lines += [mention_line(pmid, text, *m) for m in mentions]
+    return "\n".join([*lines, *extra]) + "\n\n"
+
+
 def hashed_model(seed=0):
     return {
         "@architectures": "spacy_arbo.DualEncoder.v1",
