@@ -177,9 +177,11 @@ def test_compare_runs_set_needs_a_linker(linked, tmp_path, capsys):
     assert not (tmp_path / "runs.json").exists()
 
 
-def test_convert_types_that_no_mention_has_is_an_error_listing_the_types(linked, tmp_path, capsys):
-    """The docs once said --types Disease for NCBI Disease, whose types are others: 0 entities, exit 0."""
-    assert main(["convert", str(linked / "corpus.txt"), str(tmp_path / "out.spacy"), "--types", "Disease,Nope"]) == 1
+@pytest.mark.parametrize("types", [["Disease,Nope"], ["Disease", "Nope"], ["Disease,", "Nope"]])
+def test_convert_types_that_no_mention_has_is_an_error_listing_the_types(linked, tmp_path, types, capsys):
+    """The docs once said --types Disease for NCBI Disease, whose types are others: 0 entities, exit 0.
+    Comma- and space-separated types are one list, as in score-pubtator."""
+    assert main(["convert", str(linked / "corpus.txt"), str(tmp_path / "out.spacy"), "--types", *types]) == 1
     assert f"{linked / 'corpus.txt'}: no mention has type Nope (--types); its mention types: Disease (4)." \
         in error_line(capsys)
     assert not (tmp_path / "out.spacy").exists()
@@ -321,3 +323,46 @@ def test_a_bad_setting_in_a_saved_config_is_one_line_naming_the_file(linked, tmp
     config.write_text(config.read_text().replace("\nthreshold = null", "\n" + line))
     assert main(["evaluate", str(tmp_path / "pipeline"), str(linked / "test.spacy")]) == 1
     assert error_line(capsys) == f"error: {config}: {message}\n"
+
+
+def test_kb_remove_says_what_it_removed_and_what_it_encoded(linked, tmp_path, capsys):
+    """It said "1 entities encoded" of a removal; an id in another case was not found."""
+    pipeline = str(linked / "pipeline")
+    assert main(["kb", "remove", pipeline, "MESH:D003371", "--output", str(tmp_path / "last")]) == 0
+    assert capsys.readouterr().out == (f"arbo_linker: 0 added, 0 replaced, 1 removed; none encoded; 1 entity in the "
+                                       f"KB. Wrote {tmp_path / 'last'}\n")
+    assert main(["kb", "remove", pipeline, "mesh:d005334", "--output", str(tmp_path / "first")]) == 0
+    assert capsys.readouterr().out == (
+        "arbo_linker: 0 added, 0 replaced, 1 removed; 1 entity encoded (1 moved into a removed entity's row); "
+        f"1 entity in the KB. Wrote {tmp_path / 'first'}\n")
+    assert open_store(tmp_path / "first" / "arbo_linker" / "kb").ids == ["MESH:D003371"]
+
+
+def test_kb_add_of_an_id_in_another_case_replaces_it(linked, tmp_path, capsys):
+    """`chem:0001` then `CHEM:0001` were two entities that tied, though duplicates are "compared normalised"."""
+    (tmp_path / "a.jsonl").write_text('{"concept_id": "chem:0001", "canonical_name": "aspirin"}\n')
+    (tmp_path / "b.jsonl").write_text('{"concept_id": "CHEM:0001", "canonical_name": "acetylsalicylic acid"}\n')
+    assert main(["kb", "add", str(linked / "pipeline"), str(tmp_path / "a.jsonl"), "--output", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr().out == (f"arbo_linker: 1 added, 0 replaced, 0 removed; 1 entity encoded (1 new); "
+                                       f"3 entities in the KB. Wrote {tmp_path / 'a'}\n")
+    assert main(["kb", "add", str(tmp_path / "a"), str(tmp_path / "b.jsonl")]) == 0
+    assert "0 added, 1 replaced, 0 removed; 1 entity encoded (1 replaced); 3 entities in the KB." in capsys.readouterr().out
+    kb = open_store(tmp_path / "a" / "arbo_linker" / "kb")
+    assert kb.ids == ["MESH:D005334", "MESH:D003371", "CHEM:0001"] and kb["CHEM:0001"].name == "acetylsalicylic acid"
+    (tmp_path / "both.jsonl").write_text((tmp_path / "a.jsonl").read_text() + (tmp_path / "b.jsonl").read_text())
+    assert main(["kb", "add", str(tmp_path / "a"), str(tmp_path / "both.jsonl"), "--output", str(tmp_path / "c")]) == 1
+    assert error_line(capsys).startswith(f"error: {tmp_path / 'both.jsonl'}:2: duplicate id 'CHEM:0001' (first "
+                                         "defined on line 1); ids are compared normalised")
+    assert not (tmp_path / "c").exists()
+
+
+def test_add_kb_finder_says_which_label_its_mentions_get(linked, tmp_path, capsys):
+    """It labelled every KB's names Disease, a chemical KB's too; the label is the KB's type
+    (tests/pipeline/test_kb_mention_finder.py), --label's, else the documented default."""
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "default")]) == 0
+    assert capsys.readouterr().out.endswith(
+        "; its mentions are labelled 'Disease' (the default: the KB's entities list no one type; --label sets "
+        "another)\n")
+    assert main(["add-kb-finder", str(linked / "pipeline"), str(tmp_path / "symptom"), "--label", "Symptom"]) == 0
+    assert capsys.readouterr().out.endswith("; its mentions are labelled 'Symptom' (--label)\n")
+    assert [(e.text, e.label_) for e in spacy.load(tmp_path / "symptom")("Pyrexia.").ents] == [("Pyrexia", "Symptom")]

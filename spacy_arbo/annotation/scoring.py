@@ -1,54 +1,116 @@
 """End-to-end scores of a PubTator prediction file against a gold one, as `evaluate
---end-to-end` counts them: a mention is right with its exact span and exact id set; ids are
-read through the KB (`MESH:D001` for `D001`, alt ids to their entity), unresolvable and -1 ids
-dropped, mentions left with no id not counted."""
-from typing import Dict, FrozenSet, Optional, Sequence, Set, Tuple
+--end-to-end` counts them: a mention is right with its exact span and exact id set. Ids are
+compared as the KB compares them: normalised (`D001` is `MESH:D001`, prefixes case-blind),
+or, with a KB, read through it (alt ids to their entity, unknown ids dropped); -1 ids are
+dropped and mentions left with no id not counted. Inputs that cannot be compared (other
+documents, other id spellings, types the gold file lacks) are an error, never a zero."""
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from spacy.scorer import PRFScore
 
 from ..corpora import parse_gold_ids, read_pubtator
+from ..kb.entities import namespace, normalize_id
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, PathLike
 
 Link = Tuple[str, int, int, FrozenSet[str]]
+EXAMPLES = 3
+
+
+@dataclass
+class _Read:
+    """What scoring needs of one file: its links, documents and mention types, and an
+    example id of each namespace and of an id the KB lacks, for the errors."""
+
+    links: Set[Link] = field(default_factory=set)
+    pmids: Dict[str, None] = field(default_factory=dict)
+    types: Counter = field(default_factory=Counter)
+    namespaces: Dict[str, str] = field(default_factory=dict)
+    ids: int = 0
+    unknown: List[str] = field(default_factory=list)
 
 
 def pubtator_links(path: PathLike, kb: Optional[BaseEntityStore] = None,
                    types: Optional[Sequence[str]] = None) -> Set[Link]:
     """(PMID, start, end, ids) of the linked mentions of a PubTator file (of `types`, if given)."""
-    return _read_links(path, kb, types)[0]
+    return _read(path, kb, types).links
 
 
-def _read_links(path: PathLike, kb: Optional[BaseEntityStore],
-                types: Optional[Sequence[str]]) -> Tuple[Set[Link], Set[str], Set[str]]:
-    """The linked mentions, the PMIDs and the mention types of a PubTator file."""
-    links, pmids, seen_types = set(), set(), set()
+def _read(path: PathLike, kb: Optional[BaseEntityStore], types: Optional[Sequence[str]]) -> _Read:
+    read = _Read()
     for doc in read_pubtator(path):
-        pmids.add(doc.pmid)
+        read.pmids[doc.pmid] = None
         for m in doc.mentions:
-            seen_types.add(m.type)
-            ids = frozenset(filter(None, (kb.resolve(i) if kb is not None else i for i in parse_gold_ids(m.ids_raw))))
-            if ids and (types is None or m.type in types):
-                links.add((doc.pmid, m.start, m.end, ids))
-    return links, pmids, seen_types
+            read.types[m.type] += 1
+            if types is not None and m.type not in types:
+                continue
+            ids = set()
+            for raw in parse_gold_ids(m.ids_raw):
+                read.ids += 1
+                kb_id = kb.resolve(raw) if kb is not None else normalize_id(raw)
+                where = f"'{raw}' (PMID {doc.pmid}, {m.start}-{m.end})"
+                if kb_id is None:
+                    read.unknown.append(where)
+                    continue
+                ids.add(kb_id)
+                read.namespaces.setdefault(namespace(kb_id), where)
+            if ids:
+                read.links.add((doc.pmid, m.start, m.end, frozenset(ids)))
+    if not read.pmids:
+        raise ArboError(f"{path}: no document (an empty file?).")
+    return read
+
+
+def _some(items: Sequence[str]) -> str:
+    return ", ".join(items[:EXAMPLES]) + (", ..." if len(items) > EXAMPLES else "")
+
+
+def _check_documents(predicted: PathLike, gold: PathLike, pred: _Read, want: _Read) -> None:
+    """Both files must hold the same documents: a predicted one the gold file lacks would count
+    its mentions as false, a gold one the predictions lack its mentions as missed."""
+    only_pred = [p for p in pred.pmids if p not in want.pmids]
+    only_gold = [p for p in want.pmids if p not in pred.pmids]
+    if len(only_pred) == len(pred.pmids):
+        raise ArboError(f"{predicted} and {gold} share no document (PMID): score the predictions of the gold "
+                        "file's own texts.")
+    if only_pred or only_gold:
+        sides = [f"{len(ids):,} only in {path} (PMID {_some(ids)})"
+                 for ids, path in ((only_pred, predicted), (only_gold, gold)) if ids]
+        raise ArboError(f"{predicted} and {gold} hold different documents: {'; '.join(sides)}; score the "
+                        "predictions of the gold file's own texts (link GOLD), or cut both files to the same PMIDs.")
+
+
+def _check_ids(predicted: PathLike, gold: PathLike, kb: Optional[BaseEntityStore], pred: _Read, want: _Read) -> None:
+    """Ids that cannot match whatever the linker did: another KB's, or spelled by another
+    convention than any normalisation reconciles."""
+    if kb is not None and pred.ids and len(pred.unknown) == pred.ids:
+        raise ArboError(f"{predicted}: none of its {pred.ids:,} ids is in --kb {kb.path or kb.source} (e.g. "
+                        f"{_some(pred.unknown)}): it was linked against another KB.")
+    if kb is None and pred.namespaces and want.namespaces and not set(pred.namespaces) & set(want.namespaces):
+        raise ArboError(f"{predicted} and {gold} spell ids differently: {next(iter(pred.namespaces.values()))} in "
+                        f"the one, {next(iter(want.namespaces.values()))} in the other, and no normalisation "
+                        "makes them one id (docs/kb.md); read both through a KB that has both spellings as ids "
+                        "or alternative ids (--kb).")
 
 
 def score_pubtator(predicted: PathLike, gold: PathLike, kb: Optional[BaseEntityStore] = None,
                    types: Optional[Sequence[str]] = None) -> Dict[str, float]:
-    """e2e_p, e2e_r, e2e_f of `predicted` against `gold`, both read through `kb`, gold mentions
-    of `types` only (predicted ones of any type: a linker's label is not what is scored). Files
-    that share no document, or a gold file with nothing to score, are an error, not a zero."""
-    predicted_links, predicted_pmids, _ = _read_links(predicted, kb, None)
-    gold_links, gold_pmids, gold_types = _read_links(gold, kb, types)
-    if not predicted_pmids & gold_pmids:
-        raise ArboError(f"{predicted} and {gold} share no document (PMID): score the predictions of the gold "
-                        "file's own texts.")
-    if not gold_links:
-        unknown = [t for t in types or () if t not in gold_types]
-        why = (f"it has no mention of type {', '.join(unknown)} (it has {', '.join(sorted(gold_types)) or 'none'})"
-               if unknown and len(unknown) == len(types) else
-               "none of its mentions has an id the KB knows" if kb is not None else "none of its mentions has an id")
-        raise ArboError(f"{gold}: nothing to score against: {why}.")
+    """e2e_p, e2e_r, e2e_f of `predicted` against `gold`, gold mentions of `types` only
+    (predicted ones of any type: a linker's label is not what is scored)."""
+    pred = _read(predicted, kb, None)
+    want = _read(gold, kb, types)
+    _check_documents(predicted, gold, pred, want)
+    missing = [t for t in types or () if t not in want.types]
+    if missing:
+        present = ", ".join(f"{t} ({n:,})" for t, n in want.types.most_common()) or "none"
+        raise ArboError(f"{gold}: no mention has type {', '.join(missing)} (--types); its mention types: {present}.")
+    if not want.links:
+        why = "an id the KB knows" if kb is not None else "an id"
+        raise ArboError(f"{gold}: nothing to score against: none of its mentions{' of --types' if types else ''} "
+                        f"has {why}.")
+    _check_ids(predicted, gold, kb, pred, want)
     prf = PRFScore()
-    prf.score_set(predicted_links, gold_links)
+    prf.score_set(pred.links, want.links)
     return {"e2e_p": prf.precision, "e2e_r": prf.recall, "e2e_f": prf.fscore}

@@ -17,7 +17,7 @@ from ..pipeline.arbo_linker import ArboLinker
 from ..pipeline_loading import load_pipeline
 from ..util import ArboError, PathLike, atomic_path
 
-__all__ = ["add_gpu_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",
+__all__ = ["add_gpu_option", "add_types_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",
            "reporting_errors", "require_recognizer", "torch_device", "use_gpu", "write_json",
            "write_pipeline"]
 
@@ -27,6 +27,25 @@ def add_gpu_option(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--gpu-id", type=int, default=-1,
                      help="GPU to run the pipeline's torch models on, as spaCy's --gpu-id (default -1: the CPU); "
                      "the entity index goes where the linker's use_gpu_index says")
+
+
+class _TypesAction(argparse.Action):
+    """`--types A,B`, `--types A B` and `--types A --types B` all mean [A, B]: two commands
+    once took two of these forms each, and a user of one typed the other."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        types = [part.strip() for value in values for part in value.split(",") if part.strip()]
+        if not types:
+            parser.error(f"argument {option_string}: no type given (e.g. --types Disease,Chemical)")
+        setattr(namespace, self.dest, list(dict.fromkeys([*(getattr(namespace, self.dest) or []), *types])))
+
+
+def add_types_option(cmd: argparse.ArgumentParser, what: str) -> None:
+    """The one `--types` of the commands that keep mentions of some types (convert, score-pubtator)."""
+    cmd.add_argument("--types", nargs="+", action=_TypesAction, metavar="TYPE",
+                     help=f"{what}; comma- or space-separated (Disease,Chemical or Disease Chemical); put it "
+                     "after the files, since it takes every word that follows")
 
 
 def use_gpu(gpu_id: int) -> None:

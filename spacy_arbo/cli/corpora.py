@@ -7,7 +7,7 @@ import spacy
 from ..assets import fetch_assets
 from ..corpora import convert_corpus, convert_named_corpus, join_docbins, named_corpus, write_docbin
 from ..kb.store import open_store
-from ._util import non_negative_int
+from ._util import add_types_option, non_negative_int
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -20,8 +20,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("source")
     cmd.add_argument("output", help="output .spacy file")
     cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
-    cmd.add_argument("--types", help="comma-separated mention types to keep, e.g. SpecificDisease,DiseaseClass "
-                     "(NCBI Disease) or Disease (BC5CDR); a type no mention has is an error listing those it has")
+    add_types_option(cmd, "mention types to keep, e.g. SpecificDisease,DiseaseClass (NCBI Disease) or Disease "
+                     "(BC5CDR); a type no mention has is an error listing those it has")
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
     cmd.add_argument("--limit", type=non_negative_int, default=0, help="keep only the first N documents")
     cmd.set_defaults(func=convert_command)
@@ -49,8 +49,7 @@ def fetch_assets_command(args: argparse.Namespace) -> None:
 
 def convert_command(args: argparse.Namespace) -> None:
     kb = open_store(args.kb) if args.kb else None
-    types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
-    docs, report = convert_corpus(Path(args.source), kb=kb, types=types, fmt=args.format, limit=args.limit)
+    docs, report = convert_corpus(Path(args.source), kb=kb, types=args.types, fmt=args.format, limit=args.limit)
     write_docbin(docs, args.output)
     print(report.as_table())
     print(f"Wrote {args.output}")

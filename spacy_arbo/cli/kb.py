@@ -7,6 +7,7 @@ from pathlib import Path
 from ..kb import readers
 from ..kb.readers import build_kb, read_kb
 from ..kb.store import open_store
+from ..kb.updates import align_ids
 from ..pipeline.kb_versions import follow_kb, kb_holders
 from ..pipeline.spacy_kb_export import spacy_kb_from_linker
 from ..retrieval.sharded_encoding import encode_entities_on_ray
@@ -40,11 +41,12 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
     kb_commands = commands.add_parser("kb", help="change a trained pipeline's KB without retraining").add_subparsers(
         dest="action", required=True)
-    cmd = kb_commands.add_parser("add", help="add entities (those whose id the KB has replace it); only they are encoded")
+    cmd = kb_commands.add_parser("add", help="add entities (one whose id the KB has, compared normalised as "
+                                  "docs/kb.md says, replaces it); only they are encoded")
     cmd.add_argument("pipeline")
     cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC, ID<TAB>name)")
     cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
-    cmd = kb_commands.add_parser("remove", help="remove entities by id")
+    cmd = kb_commands.add_parser("remove", help="remove entities by id (compared normalised: chem:1 is CHEM:1)")
     cmd.add_argument("pipeline")
     cmd.add_argument("ids", nargs="+", metavar="ID")
     for cmd in kb_commands.choices.values():
@@ -96,7 +98,8 @@ def kb_update_command(args: argparse.Namespace) -> None:
         raise ArboError(f"kb {args.action}: {args.pipeline}: {', '.join(others)} links to a KB of its own, which "
                         f"this command does not change (it changes {args.component}'s); update that pipeline's "
                         "KB where it was made, or take the component out.")
-    add = list(read_kb(args.source, args.format)) if args.action == "add" else []
+    # A new id the KB spells otherwise (a KB built before prefixes were case-blind) replaces its entity.
+    add = align_ids(linker.kb, list(read_kb(args.source, args.format))) if args.action == "add" else []
     with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
         update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
         if not update.size:  # a pipeline whose KB is empty does not load
@@ -105,8 +108,7 @@ def kb_update_command(args: argparse.Namespace) -> None:
         changes = follow_kb(nlp, linker.kb)
         output = Path(args.output or args.pipeline)
         write_pipeline(nlp, output)  # copies an on-disk KB out of `tmp`
-    print(f"{args.component}: {update.added:,} added, {update.replaced:,} replaced, {update.removed:,} removed; "
-          f"{len(update.encoded):,} entities encoded of {update.size:,}. Wrote {output}")
+    print(f"{args.component}: {update.describe(encodes=linker.retriever.dense is not None)}. Wrote {output}")
     for change in changes:
         print(change)
 

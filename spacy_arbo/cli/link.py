@@ -6,7 +6,7 @@ from ..annotation import INPUT_FORMATS, OUTPUT_FORMATS, link_corpus
 from ..annotation.scoring import score_pubtator
 from ..kb.store import open_store
 from ..util import ArboError
-from ._util import add_gpu_option, non_negative_int
+from ._util import add_gpu_option, add_types_option, non_negative_int
 
 # The output format an output's suffix stands for, when --format is not given.
 SUFFIX_FORMATS = {".jsonl": "jsonl", ".pubtator": "pubtator", ".xml": "bioc", ".json": "bioc-json", ".spacy": "spacy"}
@@ -48,11 +48,14 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=link_command)
 
     cmd = commands.add_parser("score-pubtator", help="end-to-end P/R/F of a PubTator file `link` wrote against a gold "
-                              "PubTator file (exact span and id set, as evaluate --end-to-end)")
+                              "PubTator file (exact span and id set, as evaluate --end-to-end)",
+                              description="Files of different documents, ids no normalisation reconciles, and "
+                              "--types the gold file lacks are an error naming them, not a score.")
     cmd.add_argument("predicted")
-    cmd.add_argument("gold")
-    cmd.add_argument("--kb", help="read both files' ids through this KB (build-kb), as convert-corpus --kb does")
-    cmd.add_argument("--types", nargs="+", help="score only gold mentions of these types (e.g. Disease for BC5CDR)")
+    cmd.add_argument("gold", help="a PubTator file of the same documents")
+    cmd.add_argument("--kb", help="read both files' ids through this KB (build-kb), as convert-corpus --kb does; "
+                     "without it ids are compared normalised (D001 is MESH:D001, prefixes case-blind)")
+    add_types_option(cmd, "score only gold mentions of these types (e.g. Disease for BC5CDR)")
     cmd.set_defaults(func=score_pubtator_command)
 
 

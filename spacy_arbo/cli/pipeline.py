@@ -1,7 +1,7 @@
 """Commands that change a saved pipeline: add-ner, add-kb-finder, add-memory, configure."""
 import argparse
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 from spacy.language import Language
 from spacy.util import load_config
@@ -10,10 +10,11 @@ from ..corpora import read_docbin
 from ..encoders.precision import PRECISIONS
 from ..encoders.recognizer_transformer import precision_overrides
 from ..evaluation import docs_not_in
+from ..kb.entities import common_type
 from ..kb.store import BaseEntityStore, open_store
 from ..pipeline.arbo_linker import arbo_linkers
 from ..pipeline.configured_pipe import ConfiguredPipe
-from ..pipeline.kb_mention_finder import MODES
+from ..pipeline.kb_mention_finder import DEFAULT_LABEL, MODES
 from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
 from ..pipeline.link_memory import LinkMemory, unknown_ids
 from ..pipeline.mention_finders import mention_finders
@@ -42,7 +43,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--mode", choices=MODES, default=None,
                      help="add: beside the recognizer's mentions (the default when there is one); "
                      "replace: the KB's names are the only mentions (the default without one)")
-    cmd.add_argument("--label", default="Disease", help="the label of the mentions it proposes (default Disease)")
+    cmd.add_argument("--label", default=None, help="the label of the mentions it proposes (default: the one type "
+                     f"every entity of the KB lists, else {DEFAULT_LABEL}, kb_mention_finder's own default)")
     cmd.set_defaults(func=add_kb_finder_command)
 
     cmd = commands.add_parser("add-memory", help="put a link_memory last: mentions whose text the gold corpora "
@@ -93,11 +95,13 @@ def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True
 
 
 def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Optional[str] = None,
-                  label: str = "Disease") -> None:
+                  label: Optional[str] = None) -> str:
     """Put a `kb_mention_finder` over the names of the KB the pipeline links to after the
     recognizer (first without one) and a `kb_mention_filter` last (before a `link_confidence`), so that the proposals the
     linker links to NIL are dropped; the linkers read the mentions found instead of gold ones.
-    `kb`, when given, must be that KB: the linker would link another's names to its nearest entity."""
+    `kb`, when given, must be that KB: the linker would link another's names to its nearest entity.
+    The mentions' label is `label`, else the KB's `common_type`, else `DEFAULT_LABEL`: a
+    chemical KB's names are not diseases. Returns what the label is and why."""
     linking = pipeline_kb(nlp) if arbo_linkers(nlp) else None
     if linking is None:
         raise ArboError("The pipeline has no arbo_linker: the kb_mention_filter drops every mention no linker links, "
@@ -117,6 +121,7 @@ def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Opt
         raise ArboError("--mode add puts KB names beside a recognizer's mentions, but the pipeline has no recognizer; "
                         "add one first (add-ner) or use --mode replace.")
     placement = {"after": finders[-1]} if finders else {"first": True}
+    label, why = finder_label(linked_kb, label)
     finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label}, **placement)
     finder.set_kb(linked_kb)
     # Before a link_confidence, which must stay last to see every link.
@@ -124,6 +129,17 @@ def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Opt
     placement = {"before": last} if nlp.get_pipe_meta(last).factory == "link_confidence" else {"last": True}
     nlp.add_pipe("kb_mention_filter", config={"spans_key": finder.cfg["spans_key"]}, **placement)
     use_found_mentions(nlp)
+    return f"its mentions are labelled '{label}' ({why})"
+
+
+def finder_label(kb: BaseEntityStore, label: Optional[str]) -> Tuple[str, str]:
+    """The label of the mentions a KB's names propose, and where it comes from."""
+    if label:
+        return label, "--label"
+    shared = common_type(kb)
+    if shared is not None:
+        return shared, "the type every entity of the KB lists"
+    return DEFAULT_LABEL, "the default: the KB's entities list no one type; --label sets another"
 
 
 def use_found_mentions(nlp: Language) -> None:
@@ -135,11 +151,11 @@ def use_found_mentions(nlp: Language) -> None:
 def add_kb_finder_command(args: argparse.Namespace) -> None:
     nlp = load_pipeline(args.pipeline)
     try:
-        add_kb_finder(nlp, open_store(args.kb) if args.kb else None, args.mode, args.label)
+        label = add_kb_finder(nlp, open_store(args.kb) if args.kb else None, args.mode, args.label)
     except ArboError as err:
         raise ArboError(f"{args.pipeline}: {err}") from None
     write_pipeline(nlp, args.output)
-    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}")
+    print(f"Wrote {args.output}: {' -> '.join(nlp.pipe_names)}; {label}")
 
 
 def add_ner_command(args: argparse.Namespace) -> None:

@@ -1,12 +1,14 @@
 """Entity records and identifier normalisation."""
 import re
 from dataclasses import dataclass, field
-from typing import Tuple
+from typing import Iterable, List, Optional, Tuple
 
 NIL = "NIL"
 
 _BARE_MESH = re.compile(r"^[CDcd](\d{6}|\d{9})$")
-_PREFIXED = re.compile(r"^([A-Za-z][A-Za-z_]*):(.+)$")
+# A namespace prefix: a letter, then letters, digits, `_`, `.` or `-`, before the first colon
+# (`MESH:`, `DO:DOID:893`, `ICD10CM:`); `http://...` is a URL, not a prefix.
+_PREFIXED = re.compile(r"^([A-Za-z][A-Za-z0-9_.\-]*):(?!//)(.+)$")
 
 
 @dataclass(frozen=True)
@@ -30,17 +32,40 @@ def split_ids(kb_id: str) -> Tuple[str, ...]:
 
 
 def normalize_id(raw: str) -> str:
-    """Canonical spelling of a concept id.
+    """Canonical spelling of a concept id, so that corpora and KBs written by different tools
+    agree: every KB, corpus and scorer compares ids through it (docs/kb.md, "Ids").
 
-    Bare MeSH ids (`D008107`, `C538288`) get the `MESH:` prefix that CTD uses, and
-    namespace prefixes are upper-cased (`mesh:D1` -> `MESH:D1`, `omim:1` -> `OMIM:1`),
-    so that corpora and KBs written by different tools agree. Anything else (UMLS
+    Bare MeSH ids (`D008107`, `c538288`) get the `MESH:` prefix that CTD uses; a namespace
+    prefix is case-blind and upper-cased (`mesh:D1` -> `MESH:D1`, `chem:0001` ->
+    `CHEM:0001`); the part after it is kept as written (some vocabularies tell ids apart by
+    case), except a MeSH id's letter (`MESH:d008107` -> `MESH:D008107`). Anything else (UMLS
     CUIs, free-form ids) is only stripped of surrounding white space.
     """
     raw = raw.strip()
     if _BARE_MESH.match(raw):
         return "MESH:" + raw.upper()
     match = _PREFIXED.match(raw)
-    if match and match.group(1).upper() in {"MESH", "OMIM"}:
-        return f"{match.group(1).upper()}:{match.group(2).strip()}"
-    return raw
+    if not match:
+        return raw
+    prefix, local = match.group(1).upper(), match.group(2).strip()
+    if prefix == "MESH" and _BARE_MESH.match(local):
+        local = local.upper()
+    return f"{prefix}:{local}"
+
+
+def namespace(kb_id: str) -> str:
+    """The prefix of a normalised id (`MESH` of `MESH:D001`), or "" for an id without one:
+    ids of two files that share no namespace are spelled by two conventions."""
+    match = _PREFIXED.match(kb_id)
+    return match.group(1) if match else ""
+
+
+def common_type(entities: Iterable[Entity]) -> Optional[str]:
+    """The one type every entity lists (e.g. `Chemical`), or None when they list none or
+    disagree: what a mention found by a KB's names is labelled with when nobody says."""
+    shared: Optional[List[str]] = None
+    for entity in entities:
+        shared = [t for t in (entity.types if shared is None else shared) if t in entity.types]
+        if not shared:
+            return None
+    return shared[0] if shared and len(set(shared)) == 1 else None

@@ -249,8 +249,8 @@ def _stream_kb(path: PathLike, fmt: str, make: Callable[[Iterator[Entity]], Stor
     except DuplicateIdError as err:
         raise ArboError(
             f"{path}:{lines[err.row]}: duplicate id '{err.entity_id}' "
-            f"(first defined on line {lines[err.first_row]}); ids are compared normalised, "
-            f"so e.g. 'D008107' and 'MESH:D008107' are one id."
+            f"(first defined on line {lines[err.first_row]}); ids are compared normalised (docs/kb.md), "
+            f"so e.g. 'D008107' and 'MESH:D008107' are one id, as are 'chem:1' and 'CHEM:1'."
         ) from None
 
 

@@ -34,6 +34,9 @@ from .abbreviations import LongForms, short_form_spans
 from .kb_versions import check_kb_version, kb_version, read_version, write_version
 
 MODES = ("add", "replace")
+# The label of the proposals when nobody gives one: the project's corpora (NCBI Disease,
+# BC5CDR) link diseases. add-kb-finder prefers the type the KB's entities share.
+DEFAULT_LABEL = "Disease"
 NAMES_FILE = "names.json"
 # Names longer than this many tokens are descriptions, not something a text writes.
 MAX_NAME_TOKENS = 12
@@ -261,7 +264,7 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
 
 
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
-                  default_config={"label": "Disease", "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
+                  default_config={"label": DEFAULT_LABEL, "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
 @config_checked
 def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_chars: Any,
                            spans_key: str) -> KBMentionFinder:

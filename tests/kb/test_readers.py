@@ -4,7 +4,7 @@ import json
 import pytest
 
 from spacy_arbo.kb.entities import Entity, normalize_id
-from spacy_arbo.kb.readers import extra_path, read_kb, write_jsonl
+from spacy_arbo.kb.readers import build_kb, extra_path, read_kb, write_jsonl
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError
 
@@ -32,6 +32,33 @@ def test_normalize_id():
     # A UMLS CUI (C + 7 digits) is not a MeSH id.
     assert normalize_id("C0011849") == "C0011849"
     assert normalize_id("DO:DOID:893") == "DO:DOID:893"
+
+
+def test_normalize_id_prefixes_are_case_blind_local_parts_are_not():
+    """`chem:0001` and `CHEM:0001` were two entities that tied; a local part keeps its case
+    (vocabularies such as gene symbols tell ids apart by it), a MeSH id's letter aside."""
+    assert normalize_id("chem:0001") == normalize_id("Chem:0001") == "CHEM:0001"
+    assert normalize_id("icd10cm:E11") == "ICD10CM:E11" and normalize_id("do:DOID:893") == "DO:DOID:893"
+    assert normalize_id("mesh:d008107") == normalize_id("d008107") == "MESH:D008107"
+    assert normalize_id("CHEM:abc") != normalize_id("CHEM:ABC")
+    assert normalize_id("http://purl.obolibrary.org/obo/HP_1") == "http://purl.obolibrary.org/obo/HP_1"
+    for raw in ("chem:0001", "x: y", "a:", "MESH:", "UMLS:C0011849", "C0011849", "q:r:s"):
+        assert normalize_id(normalize_id(raw)) == normalize_id(raw)
+
+
+@pytest.mark.parametrize("store", ["memory", "disk"])
+def test_build_kb_ids_in_another_case_are_a_duplicate_naming_both_lines(tmp_path, store):
+    path = tmp_path / "kb.jsonl"
+    path.write_text('{"concept_id": "chem:0001", "canonical_name": "Aspirin"}\n'
+                    '{"concept_id": "chem:0002", "canonical_name": "Caffeine"}\n'
+                    '{"concept_id": "CHEM:0001", "canonical_name": "Acetylsalicylic acid"}\n')
+    with pytest.raises(ArboError) as error:
+        build_kb(path, tmp_path / "kb", store=store)
+    assert str(error.value) == (f"{path}:3: duplicate id 'CHEM:0001' (first defined on line 1); ids are compared "
+                                "normalised (docs/kb.md), so e.g. 'D008107' and 'MESH:D008107' are one id, as are "
+                                "'chem:1' and 'CHEM:1'.")
+    path.write_text('{"concept_id": "chem:abc", "canonical_name": "a"}\n{"concept_id": "CHEM:ABC", "canonical_name": "b"}\n')
+    assert build_kb(path, tmp_path / "kb2", store=store).ids[:] == ["CHEM:abc", "CHEM:ABC"]
 
 
 def test_read_ctd(ctd_file):

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.kb.updates import plan_update, updated_entities
+from spacy_arbo.kb.updates import align_ids, plan_update, updated_entities
 from spacy_arbo.util import ArboError
 
 
@@ -64,3 +64,32 @@ def test_bad_updates_name_the_id():
     with pytest.raises(ArboError, match="entry 0\\) has an empty id"):
         plan_update(kb, add=[Entity("", "nameless")])
     assert np.array_equal(plan_update(kb).row_map, [0, 1, 2])
+
+
+def test_ids_are_compared_normalised():
+    """A KB built when only MESH and OMIM prefixes were case-blind spells `chem:0001`: the new
+    `CHEM:0001` replaces it (once aligned), never ties with it; removal finds any spelling."""
+    kb = EntityStore([Entity("chem:0001", "aspirin"), Entity("MESH:D000001", "a"), Entity("CHEM:0002", "b")])
+    assert plan_update(kb, remove=["CHEM:0001", "mesh:d000001", "chem:0002"]).removed == 3
+    new = [Entity("CHEM:0001", "acetylsalicylic acid")]
+    with pytest.raises(ArboError, match=r"^New entity 'CHEM:0001' \(entry 0\) is the KB's 'chem:0001' spelled otherwise"):
+        plan_update(kb, add=new)
+    aligned = align_ids(kb, new)
+    assert aligned == [Entity("chem:0001", "acetylsalicylic acid")] and align_ids(kb, aligned) == aligned
+    update, after = apply(kb, aligned, ())
+    assert (update.added, update.replaced, len(after)) == (0, 1, 3) and after["chem:0001"].name == "acetylsalicylic acid"
+    with pytest.raises(ArboError, match=r"name id 'CHEM:0003' twice \(entries 0 and 1\); ids are compared normalised"):
+        plan_update(kb, add=[Entity("chem:0003", "c"), Entity("CHEM:0003", "d")])
+
+
+def test_describe_says_what_changed_and_what_was_encoded():
+    kb = store_of(3)
+    assert plan_update(kb, remove=["E2"]).describe(encodes=True) == (
+        "0 added, 0 replaced, 1 removed; none encoded; 2 entities in the KB")
+    assert plan_update(kb, remove=["E0"]).describe(encodes=True) == (
+        "0 added, 0 replaced, 1 removed; 1 entity encoded (1 moved into a removed entity's row); 2 entities in the KB")
+    update = plan_update(kb, add=[Entity("E1", "again"), Entity("N", "new")], remove=["E0"])
+    assert update.describe(encodes=True) == ("1 added, 1 replaced, 1 removed; 3 entities encoded (1 new, 1 replaced, "
+                                             "1 moved into a removed entity's row); 3 entities in the KB")
+    assert update.describe(encodes=False) == ("1 added, 1 replaced, 1 removed; none encoded (no dense index: the "
+                                              "TF-IDF index is rebuilt); 3 entities in the KB")

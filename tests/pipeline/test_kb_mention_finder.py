@@ -107,3 +107,27 @@ def test_clear_errors(toy_kb, tmp_path):
         finder.from_disk(tmp_path)
     with pytest.raises(ArboError, match="kb_mention_finder's bytes.*cfg"):
         finder.from_bytes(srsly.msgpack_dumps({"names": ["fever"]}))
+
+
+@pytest.mark.parametrize("types,label,expected", [
+    ([("Chemical",), ("Drug", "Chemical")], None, ("Chemical", "the type every entity of the KB lists")),
+    ([("Chemical",), ("Drug",)], None, ("Disease", "the default: the KB's entities list no one type; --label sets another")),
+    ([(), ()], None, ("Disease", "the default: the KB's entities list no one type; --label sets another")),
+    ([("Chemical",), ("Chemical",)], "Drug", ("Drug", "--label")),
+])
+def test_add_kb_finder_labels_mentions_with_the_kbs_type(tmp_path, types, label, expected):
+    """add-kb-finder labelled a chemical KB's mentions Disease: the label is --label's, else the
+    one type every entity lists, else kb_mention_finder's documented default."""
+    from spacy_arbo.cli.pipeline import add_kb_finder
+    from spacy_arbo.kb.entities import Entity
+    from spacy_arbo.kb.store import EntityStore
+    from spacy_arbo.pipeline.kb_mention_finder import DEFAULT_LABEL
+
+    from ..util import make_nlp
+
+    EntityStore([Entity("MESH:D001241", "Aspirin", types=types[0]),
+                 Entity("MESH:D000082", "Acetaminophen", ("paracetamol",), types=types[1])]).to_disk(tmp_path / "kb")
+    nlp = make_nlp(tmp_path / "kb", candidate_source="tfidf")
+    assert add_kb_finder(nlp, label=label) == f"its mentions are labelled '{expected[0]}' ({expected[1]})"
+    assert mentions(nlp("Aspirin or paracetamol.")) == [("Aspirin", expected[0]), ("paracetamol", expected[0])]
+    assert DEFAULT_LABEL == spacy.blank("en").add_pipe("kb_mention_finder").cfg["label"] == "Disease"
