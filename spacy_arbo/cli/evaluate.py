@@ -4,7 +4,7 @@ import json
 from typing import Any, Dict, Optional
 
 from ..corpora import read_docbin
-from ..discovery import discover_entities
+from ..discovery import check_clustered, check_corpus, discover_entities, discovery_notes
 from ..error_report import error_report
 from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_linking, format_metrics, gold_id_set,
                           linked_and_scored, recognized_and_scored)
@@ -88,11 +88,16 @@ def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:
 
 def discover_command(args: argparse.Namespace) -> None:
     nlp = configured_pipeline(args)
-    result = discover_entities(nlp, read_docbin(args.data, nlp.vocab), min_size=args.min_size)
+    docs = read_docbin(args.data, nlp.vocab)
+    check_corpus(nlp, docs, args.data)
+    result = discover_entities(nlp, docs, min_size=args.min_size)
+    check_clustered(result)
     with atomic_path(args.output) as tmp:
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result["records"]), encoding="utf8")
     print(f"{result['n_mentions']:,} mentions, {result['n_nil_mentions']:,} in NIL clusters; "
           f"{len(result['records']):,} proposed entities (min size {args.min_size}) written to {args.output}")
-    for key in ("ari", "nil_ari"):
+    for line in discovery_notes(result, args.min_size):
+        print(line)
+    for key in ("ari", "nil_ari", "outside_kb_ari"):
         if result[key] is not None:
             print(f"{key}: {result[key]:.4f}")
