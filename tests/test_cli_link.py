@@ -9,7 +9,9 @@ from pathlib import Path
 
 from spacy_arbo.cli import main
 
-from .annotation.conftest import toy_jsonl_lines, toy_pipeline  # noqa: F401  (a fixture)
+import pytest
+
+from .annotation.conftest import toy_jsonl_lines, toy_pipeline, toy_pipeline_without_confidence  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 N_DOCS, SHARD = 6000, 64
@@ -78,3 +80,27 @@ def test_gpu_id_is_refused_for_ray_workers(toy_pipeline, tmp_path, capsys, monke
                  "--gpu-id", "0", "--ray"]) == 1
     assert capsys.readouterr().err.startswith("error: link: --gpu-id runs this process on a GPU, not Ray's workers")
     assert not (tmp_path / "out.jsonl.parts").exists()
+
+
+def test_following_the_min_confidence_advice_works(toy_pipeline_without_confidence, tmp_path, capsys):
+    (tmp_path / "in.jsonl").write_text(toy_jsonl_lines(4))
+    args = ["link", str(toy_pipeline_without_confidence), str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl")]
+    assert main([*args, "--min-confidence", "0.5"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --min-confidence 0.5: the pipeline set no span._.kb_confidence on the 8 mentions ")
+    assert err.endswith("or leave --min-confidence out.\n") and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("linked 4 documents: 8 mentions (0 NIL), ")
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.5", "nan", "high"])
+def test_min_confidence_outside_0_1_is_a_usage_error(toy_pipeline, tmp_path, capsys, value):
+    (tmp_path / "in.jsonl").write_text(toy_jsonl_lines(2))
+    with pytest.raises(SystemExit) as exit:
+        main(["link", str(toy_pipeline), str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+              "--min-confidence", value])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"python -m spacy_arbo link: error: argument --min-confidence: expected a number from 0 to 1, got '{value}'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]

@@ -1,6 +1,7 @@
 """What a linked document says of each mention: span, label, id, the entity's KB name, the
 score and top candidates (`span._.kb_candidates`), and `span._.kb_confidence` where the pipeline
-writes it; mentions below `min_confidence` are written NIL and marked for review."""
+writes it; mentions below `min_confidence` are written NIL and marked for review, with the id and
+name held back as `proposed_kb_id` and `proposed_name` (the chosen id need not be the top candidate)."""
 from typing import Any, Dict, List, Optional, Tuple
 
 from spacy.language import Language
@@ -10,6 +11,7 @@ from ..kb.entities import NIL, split_ids
 from ..pipeline.kb_versions import pipeline_kb
 from ..util import ArboError
 from .records import Record
+from .shards import RunRefused
 from .writers import LinkedDocument
 
 CONFIDENCE = "kb_confidence"
@@ -49,9 +51,9 @@ class LinkedDocuments:
         linked = [self.document(record, doc) for record, doc in zip(records, docs)]
         mentions = [m for document in linked for m in document["mentions"]]
         if self.min_confidence is not None and mentions and all(m.get("confidence") is None for m in mentions):
-            raise ArboError(f"--min-confidence {self.min_confidence}: the pipeline set no span._.{CONFIDENCE} "
-                            f"on the {len(mentions)} mentions of documents {linked[0]['id']}..{linked[-1]['id']}; "
-                            "add a component that computes it, or leave --min-confidence out.")
+            raise RunRefused(f"--min-confidence {self.min_confidence}: the pipeline set no span._.{CONFIDENCE} "
+                             f"on the {len(mentions)} mentions of documents {linked[0]['id']}..{linked[-1]['id']}; "
+                             "add a component that computes it, or leave --min-confidence out.")
         return linked
 
     def mention(self, ent: Span) -> Dict[str, Any]:
@@ -66,7 +68,7 @@ class LinkedDocuments:
             confidence = getattr(ent._, CONFIDENCE)
             mention["confidence"] = None if confidence is None else float(confidence)
             if self.min_confidence is not None and confidence is not None and confidence < self.min_confidence:
-                mention.update(kb_id=NIL, name=None, review=True)
+                mention.update(kb_id=NIL, name=None, review=True, proposed_kb_id=kb_id, proposed_name=mention["name"])
         return mention
 
     def name(self, kb_id: str) -> Optional[str]:

@@ -61,7 +61,7 @@ def link_on_ray(pipeline: Any, shards: Iterable[Shard], output: ShardedOutput, d
         for index, records in shards:
             if len(pending) >= workers * (1 + QUEUED_PER_WORKER):
                 _collect(ray, pending, on_shard)
-            pending[linkers[index % workers].link.remote(records, str(output.path(index)))] = index
+            pending[linkers[index % workers].link.remote(records, str(output.path_to_write(index)))] = index
         while pending:
             _collect(ray, pending, on_shard)
     finally:

@@ -1,5 +1,6 @@
 """A document to link as a reader gives it, and what becomes of a bad one: named (file:line and
-what is wrong), skipped and counted, or with `strict` the error that ends the run."""
+what is wrong), skipped and counted, or with `strict` the error that ends the run. What `link`
+does not read (an input's own annotations) is never a bad record: a fault there is a warning."""
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -47,10 +48,15 @@ class StrictStop(ArboError):
 
 
 class BadRecords:
-    """Called with each bad record's error: `report`s it and counts it, or raises it when strict."""
+    """Called with each bad record's error: `report`s it and counts it, or raises it when strict;
+    `warn` reports and counts what is lost of a record that is kept (even when strict)."""
 
     def __init__(self, report: Callable[[str], None], strict: bool = False) -> None:
-        self.report, self.strict, self.count = report, strict, 0
+        self.report, self.strict, self.count, self.warnings = report, strict, 0, 0
+
+    def warn(self, err: ArboError) -> None:
+        self.warnings += 1
+        self.report(f"warning: {err}")
 
     def __call__(self, err: ArboError) -> None:
         if self.strict:

@@ -16,11 +16,12 @@ from tqdm import tqdm
 from ..kb.entities import NIL
 from ..pipeline.mention_finders import mention_finders
 from ..pipeline_loading import load_pipeline
+from ..retrieval.sharded_encoding import import_ray
 from ..util import ArboError, PathLike
 from .linked import LinkedDocuments
-from .readers import input_files, read_records
+from .readers import import_bioc, input_files, read_records
 from .records import BadRecords, Record
-from .shards import Shard, ShardedOutput, chunks
+from .shards import RunRefused, Shard, ShardedOutput, chunks
 from .writers import OUTPUT_FORMATS, LinkedDocument
 
 
@@ -35,6 +36,7 @@ class Summary:
     shards: int = 0
     kept_shards: int = 0
     bad_records: int = 0
+    warnings: int = 0
     seconds: float = 0.0
 
     def add(self, linked: Sequence[LinkedDocument]) -> None:
@@ -48,8 +50,9 @@ class Summary:
         rate = f", {self.documents / self.seconds:,.1f} documents/s" if self.seconds > 0 and self.documents else ""
         kept = f" ({self.kept_shards} of {self.shards} shards kept from an earlier run)" if self.kept_shards else ""
         review = f", {self.review:,} for review" if self.review else ""
+        warnings = f", {self.warnings:,} warnings" if self.warnings else ""
         return (f"linked {self.documents:,} documents{kept}: {self.mentions:,} mentions ({self.nil:,} NIL{review})"
-                f"{rate}; {self.bad_records:,} bad records skipped; wrote {output}")
+                f"{rate}; {self.bad_records:,} bad records skipped{warnings}; wrote {output}")
 
 
 class Progress:
@@ -112,6 +115,15 @@ def link_here(nlp: Language, shards: Iterable[Shard], output: ShardedOutput, doc
         flush()
 
 
+def check_output(output: Path, files: Sequence[Path]) -> None:
+    """OUT replaces what is there at the end: a folder would be lost whole, an input would be read
+    by a rerun as the documents to link."""
+    if output.is_dir():
+        raise ArboError(f"{output}: a folder; --output takes the path of the file to write.")
+    if output.exists() and any(output.samefile(path) for path in files):
+        raise ArboError(f"{output}: one of the inputs; write the output to another file.")
+
+
 def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike, *, fmt: str = "jsonl",
                 input_format: str = "auto", n_process: int = 1, batch_size: int = 64, shard_size: int = 1024,
                 ray: bool = False, ray_address: Optional[str] = None, strict: bool = False,
@@ -126,10 +138,17 @@ def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike
         raise ArboError(f"Unknown output format '{fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}.")
     if n_process < 1 or batch_size < 1 or shard_size < 1:
         raise ArboError(f"n_process, batch_size and shard_size must be >= 1; got {n_process}, {batch_size}, {shard_size}.")
+    if min_confidence is not None and not 0 <= min_confidence <= 1:
+        raise ArboError(f"min_confidence is a probability, from 0 to 1; got {min_confidence}.")
     if fmt == "spacy" and min_confidence is not None:
         raise ArboError("--min-confidence marks mentions for review in jsonl, pubtator and bioc output; .spacy "
                         "keeps the pipeline's docs as they are (read span._.kb_confidence there).")
     files = input_files(inputs, input_format)
+    check_output(Path(output), [path for path, _ in files])
+    if fmt in ("bioc", "bioc-json") or any(kind.startswith("bioc") for _, kind in files):
+        import_bioc()
+    if ray:
+        import_ray("Linking on Ray")
     nlp = load_pipeline(pipeline)
     if not mention_finders(nlp):
         raise ArboError(f"{pipeline}: no component finds mentions (sets doc.ents), so nothing would be linked; "
@@ -156,10 +175,13 @@ def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike
                         batch_size=batch_size, on_shard=on_shard)
         else:
             link_here(nlp, plan, shards, documents, n_process, batch_size, on_shard)
+    except BaseException as err:
+        shards.discard(unless_a_shard=not isinstance(err, RunRefused))
+        raise
     finally:
         bar.close()
     summary.seconds, summary.shards, summary.kept_shards = time.perf_counter() - start, plan.n_shards, plan.kept
-    summary.bad_records = bad.count
+    summary.bad_records, summary.warnings = bad.count, bad.warnings
     if not plan.n_shards:
         shards.discard()
         raise ArboError(f"No document could be read from {', '.join(map(str, inputs))} ({bad.count} bad records).")

@@ -2,7 +2,8 @@
 PubTator or BioC (XML or JSON), one document at a time so the output streams. Nothing written
 depends on when or where it was made (no dates, no hosts): the same documents give the same bytes."""
 import json
-from typing import Any, Dict, Iterable, List, TextIO, Tuple
+import re
+from typing import Any, Callable, Dict, Iterable, List, TextIO, Tuple
 
 from ..corpora.gold_mention import NO_ID
 from ..kb.entities import NIL
@@ -12,6 +13,13 @@ LinkedDocument = Dict[str, Any]
 OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc", "bioc-json", "spacy")
 # The BioC collection's `source`; its `date` stays empty, so reruns write the same bytes.
 BIOC_SOURCE = "spacy-arbo link"
+# A mention's own keys; every other key it has (name, score, candidates, confidence, review, the
+# proposal a review holds back) is a BioC infon, so BioC says what JSONL says.
+SPAN_KEYS = ("start", "end", "text", "label", "kb_id")
+# Characters a PubTator line cannot hold (each becomes a space, which keeps every offset).
+LINE_BREAKS = re.compile(r"[\r\n\t]")
+# Characters XML 1.0 cannot hold (form feeds of PDF extractions, other controls, lone surrogates).
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def json_line(document: LinkedDocument) -> str:
@@ -26,38 +34,50 @@ def write_jsonl(documents: Iterable[LinkedDocument], handle: TextIO) -> None:
 def title_and_abstract(document: LinkedDocument) -> Tuple[str, str]:
     """PubTator's two lines: the first passage and the rest of the text (PubTator's offsets
     count title + " " + abstract); line breaks and tabs become spaces, which keeps every offset."""
-    text = document["text"].replace("\r", " ").replace("\n", " ").replace("\t", " ")
+    text = one_line(document["text"])
     passages = document.get("passages") or []
     title_end = passages[0][1] if len(passages) > 1 else len(text)
     return text[:title_end], text[title_end + 1:]
 
 
+def one_line(value: Any) -> str:
+    return LINE_BREAKS.sub(" ", str(value))
+
+
 def pubtator_id(kb_id: str) -> str:
     """PubTator spells "no id" -1 (so scorers of PubTator files skip it)."""
-    return NO_ID if kb_id in ("", NIL) else kb_id
+    return NO_ID if kb_id in ("", NIL) else one_line(kb_id)
+
+
+def pubtator_doc_id(doc_id: Any) -> str:
+    """A document id as a PubTator line can start with it: `|` (which ends the id there), tabs
+    and line breaks become `_`, and an empty id is `_`."""
+    return re.sub(r"[|\r\n\t]", "_", str(doc_id)) or "_"
 
 
 def write_pubtator(documents: Iterable[LinkedDocument], handle: TextIO) -> None:
-    """Title and abstract lines, then a line per mention: PMID start end text label id."""
+    """Title and abstract lines, then a line per mention: PMID start end text label id; a
+    mention's text that crosses a line break is written as the text lines show it."""
     for document in documents:
         title, abstract = title_and_abstract(document)
-        doc_id = document["id"]
+        doc_id = pubtator_doc_id(document["id"])
         handle.write(f"{doc_id}|t|{title}\n{doc_id}|a|{abstract}\n")
         for m in document["mentions"]:
-            handle.write(f"{doc_id}\t{m['start']}\t{m['end']}\t{m['text']}\t{m['label']}\t{pubtator_id(m['kb_id'])}\n")
+            handle.write(f"{doc_id}\t{m['start']}\t{m['end']}\t{one_line(m['text'])}\t{one_line(m['label'])}\t"
+                         f"{pubtator_id(m['kb_id'])}\n")
         handle.write("\n")
 
 
-def bioc_document(document: LinkedDocument) -> Any:
+def bioc_document(document: LinkedDocument, clean: Callable[[str], str] = str) -> Any:
     """A BioCDocument: the document's string fields as infons, a passage per passage, each
-    mention as an annotation in the passage it starts in (infons type, identifier, name, score,
-    confidence, review)."""
+    mention as an annotation in the passage it starts in (infons type, identifier and every other
+    key of the mention, JSON where not a string); `clean` is applied to every string."""
     bioc = import_bioc()
     out = bioc.BioCDocument()
-    out.id = str(document["id"])
-    out.infons = {key: value for key, value in document.items()
+    out.id = clean(str(document["id"]))
+    out.infons = {clean(key): clean(value) for key, value in document.items()
                   if isinstance(value, str) and key not in ("id", "text")}
-    text = document["text"]
+    text = clean(document["text"])
     ranges: List[Tuple[int, int]] = [tuple(p) for p in document.get("passages") or [(0, len(text))]]
     passages = []
     for start, end in ranges:
@@ -68,18 +88,23 @@ def bioc_document(document: LinkedDocument) -> Any:
     for number, m in enumerate(document["mentions"]):
         annotation = bioc.BioCAnnotation()
         annotation.id = f"T{number}"
-        annotation.text = m["text"]
+        annotation.text = clean(m["text"])
         annotation.add_location(bioc.BioCLocation(m["start"], m["end"] - m["start"]))
-        annotation.infons = {"type": m["label"], "identifier": m["kb_id"],
-                             **{key: _infon(m[key]) for key in ("name", "score", "confidence", "review")
-                                if m.get(key) is not None}}
+        annotation.infons = {"type": clean(m["label"]), "identifier": clean(m["kb_id"]),
+                             **{key: clean(_infon(value)) for key, value in m.items()
+                                if key not in SPAN_KEYS and value is not None}}
         owner = next((p for p, (start, end) in zip(passages, ranges) if start <= m["start"] < end), passages[-1])
         owner.add_annotation(annotation)
     return out
 
 
 def _infon(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, bool) else str(value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def xml_text(value: str) -> str:
+    """`value` with the characters XML cannot hold as spaces (one for one: offsets hold)."""
+    return NOT_XML.sub(" ", value)
 
 
 def write_bioc_xml(documents: Iterable[LinkedDocument], handle: Any) -> None:
@@ -90,7 +115,7 @@ def write_bioc_xml(documents: Iterable[LinkedDocument], handle: Any) -> None:
     collection.source, collection.date, collection.key = BIOC_SOURCE, "", ""
     writer.write_collection_info(collection)
     for document in documents:
-        writer.write_document(bioc_document(document))
+        writer.write_document(bioc_document(document, xml_text))
     writer.close()
 
 

@@ -40,9 +40,10 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      "(e.g. 'auto' or HEAD:6379 from `ray start --head`); needs spacy-arbo[ray]. Put a bare --ray after the "
                      "inputs (or write --ray=ADDRESS): before them it would take the first input as its address")
     cmd.add_argument("--strict", action="store_true", help="the first bad record is an error (default: each is "
-                     "named, skipped and counted)")
-    cmd.add_argument("--min-confidence", type=float, default=None,
-                     help="mentions whose span._.kb_confidence is below this are written NIL with \"review\": true")
+                     "named, skipped and counted); warnings (an input annotation not kept as gold) never stop a run")
+    cmd.add_argument("--min-confidence", type=probability, default=None,
+                     help="mentions whose span._.kb_confidence (a probability) is below this, in [0, 1], are written "
+                     "NIL with \"review\": true")
     cmd.add_argument("--candidates", type=non_negative_int, default=5, help="top candidates written per mention (default 5)")
     add_gpu_option(cmd)
     cmd.set_defaults(func=link_command)
@@ -57,6 +58,18 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      "without it ids are compared normalised (D001 is MESH:D001, prefixes case-blind)")
     add_types_option(cmd, "score only gold mentions of these types (e.g. Disease for BC5CDR)")
     cmd.set_defaults(func=score_pubtator_command)
+
+
+def probability(text: str) -> float:
+    """argparse `type` of --min-confidence: a confidence is a probability, so a threshold outside
+    [0, 1] would send every link (or none) to review; a usage error naming the option instead."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got '{text}'")
+    return value
 
 
 def link_command(args: argparse.Namespace) -> None:

@@ -11,14 +11,23 @@ from ..conftest import TOY_ENTITIES, TOY_TEXTS
 from ..util import make_nlp
 
 
-@pytest.fixture(scope="session")
-def toy_pipeline(tmp_path_factory):
-    root = tmp_path_factory.mktemp("toy_link")
+def save_toy_pipeline(root, **cfg):
     EntityStore([Entity(i, n, a, d) for i, n, a, d in TOY_ENTITIES], source="toy").to_disk(root / "kb")
-    nlp = make_nlp(root / "kb", candidate_source="tfidf")
+    nlp = make_nlp(root / "kb", candidate_source="tfidf", **cfg)
     add_kb_finder(nlp)
     nlp.to_disk(root / "pipeline")
     return root / "pipeline"
+
+
+@pytest.fixture(scope="session")
+def toy_pipeline(tmp_path_factory):
+    return save_toy_pipeline(tmp_path_factory.mktemp("toy_link"))
+
+
+@pytest.fixture(scope="session")
+def toy_pipeline_without_confidence(tmp_path_factory):
+    """The toy pipeline with its linker's confidence off: span._.kb_confidence stays None."""
+    return save_toy_pipeline(tmp_path_factory.mktemp("toy_link_no_confidence"), confidence=False)
 
 
 @pytest.fixture(scope="session")

@@ -71,3 +71,45 @@ def test_nil_is_minus_one_in_pubtator():
     WRITERS["pubtator"][0]([{"id": "9", "text": "Fever", "mentions": [
         {"start": 0, "end": 5, "text": "Fever", "label": "Disease", "kb_id": "NIL"}]}], handle)
     assert handle.getvalue() == "9|t|Fever\n9|a|\n9\t0\t5\tFever\tDisease\t-1\n\n"
+
+
+def test_pubtator_mention_across_a_line_break_or_tab_keeps_its_line(tmp_path):
+    documents = [{"id": "a|1", "text": "Wilson\ndisease and\tcough", "passages": [[0, 6], [7, 24]], "mentions": [
+        {"start": 0, "end": 14, "text": "Wilson\ndisease", "label": "Disease", "kb_id": "D006527"},
+        {"start": 15, "end": 24, "text": "and\tcough", "label": "Dis\tease", "kb_id": "NIL"}]},
+        {"id": "", "text": "Fever", "mentions": [{"start": 0, "end": 5, "text": "Fever", "label": "Disease",
+                                                 "kb_id": "D005334"}]}]
+    write("pubtator", documents, tmp_path / "out.pubtator")
+    again = read("pubtator", tmp_path / "out.pubtator")
+    assert [(r.id, r.text, len(r.gold)) for r in again] == [("a_1", "Wilson disease and cough", 2),
+                                                            ("_", "Fever ", 1)]
+    assert [(m["start"], m["end"], m["text"], m["label"], m["kb_id"]) for m in again[0].gold] == [
+        (0, 14, "Wilson disease", "Disease", "D006527"), (15, 24, "and cough", "Dis ease", "-1")]
+    assert [(d.pmid, len(d.mentions)) for d in read_pubtator(tmp_path / "out.pubtator")] == [("a_1", 2), ("_", 1)]
+
+
+REVIEWED = {"start": 0, "end": 5, "text": "Fever", "label": "Disease", "kb_id": "NIL", "name": None, "score": 0.75,
+            "candidates": [["MESH:D005334", 0.75], ["MESH:D003371", 0.5]], "confidence": 0.25, "review": True,
+            "proposed_kb_id": "MESH:D005334", "proposed_name": "Fever"}
+
+
+@pytest.mark.parametrize("fmt", ["bioc", "bioc-json"])
+def test_bioc_annotations_say_what_jsonl_says_of_a_mention_for_review(tmp_path, fmt):
+    import bioc
+
+    write(fmt, [{"id": "1", "text": "Fever\x0c here", "mentions": [REVIEWED]}], tmp_path / "out")
+    with open(tmp_path / "out", encoding="utf8") as handle:
+        collection = bioc.biocxml.load(handle) if fmt == "bioc" else bioc.biocjson.load(handle)
+    (annotation,) = collection.documents[0].passages[0].annotations
+    assert annotation.infons == {
+        "type": "Disease", "identifier": "NIL", "score": "0.75", "candidates": '[["MESH:D005334", 0.75], '
+        '["MESH:D003371", 0.5]]', "confidence": "0.25", "review": "true", "proposed_kb_id": "MESH:D005334",
+        "proposed_name": "Fever"}
+    assert collection.documents[0].passages[0].text == ("Fever  here" if fmt == "bioc" else "Fever\x0c here")
+
+
+def test_bioc_xml_holds_a_text_with_control_characters_at_its_offsets(tmp_path):
+    write("bioc", [{"id": "1", "text": "page 1\x0cFever\x01", "mentions": [
+        {"start": 7, "end": 12, "text": "Fever", "label": "Disease", "kb_id": "D005334"}]}], tmp_path / "out.xml")
+    (record,) = read("bioc", tmp_path / "out.xml")
+    assert (record.text, record.gold[0]["text"]) == ("page 1 Fever ", "Fever")
