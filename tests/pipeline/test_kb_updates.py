@@ -101,7 +101,7 @@ def test_kb_add_and_remove_commands(tmp_path, toy_kb_dir, capsys):
     write_jsonl(EntityStore([MIGRAINE]), tmp_path / "new.jsonl")
     assert cli_main(["kb", "add", str(tmp_path / "pipeline"), str(tmp_path / "new.jsonl"),
                      "--output", str(tmp_path / "added")]) == 0
-    assert "1 added, 0 replaced, 0 removed; 1 entities encoded of 7" in capsys.readouterr().out
+    assert "1 added, 0 replaced, 0 removed; 1 entity encoded (1 new); 7 entities in the KB" in capsys.readouterr().out
     nlp = spacy.load(tmp_path / "added")
     assert [e.kb_id_ for d in nlp.pipe(new_docs(nlp)) for e in d.ents] == [i for _, m in NEW_DOCS for _, i in m]
     assert len(open_store(tmp_path / "pipeline" / "arbo_linker" / "kb")) == 6  # the input is untouched
