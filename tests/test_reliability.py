@@ -278,6 +278,8 @@ KILL_SERVER = """
 
     import spacy_arbo.cli
     import spacy_arbo.pipeline.arbo_linker
+    # What build-kb and configure import when they run (building the parser imports none of it).
+    import spacy_arbo.cli._pipelines, spacy_arbo.encoders.recognizer_transformer, spacy_arbo.kb.readers
 
     def kill_at_step(kill_at, steps):
         def counted(owner, name, writes_only):

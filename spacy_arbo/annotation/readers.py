@@ -13,9 +13,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from ..corpora.pubtator import _TEXT_LINE, PubTatorDocument, _read_line
 from ..util import ArboError, PathLike
+from .formats import INPUT_FORMATS  # noqa: F401 (importable from here, as before formats.py)
 from .records import RESERVED, BadRecords, Record, StrictStop, check_mention, gold_mention
 
-INPUT_FORMATS = ("auto", "text", "jsonl", "pubtator", "bioc-xml", "bioc-json")
 # What a folder's files are read as, by suffix (auto); other files in it are not inputs.
 SUFFIX_FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".xml": "bioc-xml", ".json": "bioc-json",
                   ".pubtator": "pubtator", ".txt": "auto"}

@@ -18,11 +18,12 @@ from ..pipeline.mention_finders import mention_finders
 from ..pipeline_loading import load_pipeline
 from ..retrieval.sharded_encoding import import_ray
 from ..util import ArboError, PathLike
+from .formats import OUTPUT_FORMATS
 from .linked import LinkedDocuments
 from .readers import import_bioc, input_files, read_records
 from .records import BadRecords, Record
 from .shards import RunRefused, Shard, ShardedOutput, chunks
-from .writers import OUTPUT_FORMATS, LinkedDocument
+from .writers import LinkedDocument
 
 
 @dataclass

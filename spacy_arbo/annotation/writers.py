@@ -7,10 +7,10 @@ from typing import Any, Callable, Dict, Iterable, List, TextIO, Tuple
 
 from ..corpora.gold_mention import NO_ID
 from ..kb.entities import NIL
+from .formats import OUTPUT_FORMATS  # noqa: F401 (importable from here, as before formats.py)
 from .readers import import_bioc
 
 LinkedDocument = Dict[str, Any]
-OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc", "bioc-json", "spacy")
 # The BioC collection's `source`; its `date` stays empty, so reruns write the same bytes.
 BIOC_SOURCE = "spacy-arbo link"
 # A mention's own keys; every other key it has (name, score, candidates, confidence, review, the

@@ -1,10 +1,13 @@
 """The command line, `python -m spacy_arbo COMMAND`: one module per family of commands, each
-command parsing its arguments and calling functions that Python code can call too."""
+command parsing its arguments and calling functions that Python code can call too.
+
+Building the parser imports no spaCy, torch or FAISS (each command imports what it runs when it
+runs), so that `--help` and a usage error are answered in a fraction of a second."""
 import argparse
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from . import corpora, encoder, evaluate, kb, link, pipeline, results, tune
-from ._util import load_pipeline, reporting_errors, use_gpu
+from ._util import reporting_errors, use_gpu
 from .linker_options import apply_settings
 
 __all__ = ["apply_settings", "load_pipeline", "main", "make_parser", "reporting_errors"]
@@ -49,3 +52,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.func(args)
 
     return reporting_errors(run)
+
+
+def __getattr__(name: str) -> Any:
+    """`load_pipeline` (spaCy) on first use."""
+    if name != "load_pipeline":
+        raise AttributeError(f"module 'spacy_arbo.cli' has no attribute {name!r}")
+    from ..pipeline_loading import load_pipeline
+
+    return load_pipeline

@@ -1,25 +1,15 @@
-"""What the commands share: reading corpora, writing pipelines, spaCy's --gpu-id, and bad input as one line."""
+"""What building the parser and running any command share: the options and argument types of
+several commands, spaCy's --gpu-id, and bad input as one line. Light (argparse, no spaCy or
+torch), so that `--help` and usage errors are answered at once; what the commands' bodies share
+is in `_pipelines`."""
 import argparse
 import sys
 import warnings
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Optional
 
-import spacy
-import srsly
-import torch
-from spacy.language import Language
-from spacy.tokens import Doc
-from spacy.vocab import Vocab
+from ..util import ArboError
 
-from ..corpora import read_docbin
-from ..evaluation import recognizer_position
-from ..pipeline.arbo_linker import ArboLinker
-from ..pipeline_loading import load_pipeline
-from ..util import ArboError, PathLike, atomic_path
-
-__all__ = ["add_gpu_option", "add_types_option", "linker_component", "load_pipeline", "non_negative_int", "read_corpora",
-           "reporting_errors", "require_recognizer", "torch_device", "use_gpu", "write_json",
-           "write_pipeline"]
+__all__ = ["add_gpu_option", "add_types_option", "non_negative_int", "probability", "reporting_errors", "use_gpu"]
 
 
 def add_gpu_option(cmd: argparse.ArgumentParser) -> None:
@@ -48,18 +38,6 @@ def add_types_option(cmd: argparse.ArgumentParser, what: str) -> None:
                      "after the files, since it takes every word that follows")
 
 
-def use_gpu(gpu_id: int) -> None:
-    """Pipelines loaded from now on run on GPU `gpu_id` (thinc's ops and torch models), as
-    `spacy train --gpu-id` trains them; -1 leaves them on the CPU."""
-    if gpu_id < 0:
-        return
-    try:
-        spacy.require_gpu(gpu_id)
-    except Exception as err:  # no CuPy (ValueError), or no such device (CuPy's and torch's own errors)
-        raise ArboError(f"--gpu-id {gpu_id}: {err} Running on a GPU needs a CUDA build of torch and CuPy for the "
-                        "same CUDA (docs/gpu.md); --gpu-id -1 runs on the CPU.") from None
-
-
 def non_negative_int(text: str) -> int:
     """argparse `type` of a count where 0 means "all" (`--limit`): a negative one is a usage
     error naming the option, not an exception from deep inside."""
@@ -72,47 +50,30 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-def torch_device(gpu_id: int) -> torch.device:
-    """Where a command's own torch module (not a pipeline's) runs under `--gpu-id`."""
-    return torch.device("cuda", gpu_id) if gpu_id >= 0 else torch.device("cpu")
-
-
-def read_corpora(paths: Sequence[PathLike], vocab: Vocab) -> List[Doc]:
-    """The documents of several .spacy files, in order."""
-    return [doc for path in paths for doc in read_docbin(path, vocab)]
-
-
-def write_pipeline(nlp: Language, output: PathLike) -> None:
-    """`nlp.to_disk` through a temp path: an interrupted write leaves the old pipeline."""
-    with atomic_path(output) as tmp:
-        nlp.to_disk(tmp)
-
-
-def write_json(data: Any, output: PathLike) -> None:
-    with atomic_path(output) as tmp:
-        srsly.write_json(tmp, data)
-
-
-def require_recognizer(nlp: Language, path: str) -> None:
-    """--end-to-end needs a component that finds mentions; the error names the pipeline."""
+def probability(text: str) -> float:
+    """argparse `type` of --min-confidence: a confidence is a probability, so a threshold outside
+    [0, 1] would send every link (or none) to review; a usage error naming the option instead."""
     try:
-        recognizer_position(nlp)
-    except ArboError as err:
-        raise ArboError(f"--end-to-end: {path}: {err}") from None
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got '{text}'")
+    return value
 
 
-def linker_component(nlp: Language, name: str, path: PathLike) -> ArboLinker:
-    """The arbo_linker `--component NAME` of the pipeline at `path`; a name the pipeline lacks,
-    or a component of another kind, is an error naming both and the components there."""
-    if name not in nlp.component_names:
-        raise ArboError(f"{path} has no component '{name}' (--component); its components: "
-                        f"{', '.join(nlp.component_names) or 'none'}.")
-    component = nlp.get_pipe(name)
-    if not isinstance(component, ArboLinker):
-        raise ArboError(f"{path}: component '{name}' (--component) is a {nlp.get_pipe_meta(name).factory}, "
-                        f"not an arbo_linker; its arbo_linkers: "
-                        f"{', '.join(n for n, c in nlp.components if isinstance(c, ArboLinker)) or 'none'}.")
-    return component
+def use_gpu(gpu_id: int) -> None:
+    """Pipelines loaded from now on run on GPU `gpu_id` (thinc's ops and torch models), as
+    `spacy train --gpu-id` trains them; -1 leaves them on the CPU."""
+    if gpu_id < 0:
+        return
+    import spacy  # here, not above: on the CPU the command imports spaCy when it needs it
+
+    try:
+        spacy.require_gpu(gpu_id)
+    except Exception as err:  # no CuPy (ValueError), or no such device (CuPy's and torch's own errors)
+        raise ArboError(f"--gpu-id {gpu_id}: {err} Running on a GPU needs a CUDA build of torch and CuPy for the "
+                        "same CUDA (docs/gpu.md); --gpu-id -1 runs on the CPU.") from None
 
 
 def reporting_errors(run: Callable[[], Any]) -> int:

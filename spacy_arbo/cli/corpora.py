@@ -2,11 +2,6 @@
 import argparse
 from pathlib import Path
 
-import spacy
-
-from ..assets import fetch_assets
-from ..corpora import convert_corpus, convert_named_corpus, join_docbins, named_corpus, write_docbin
-from ..kb.store import open_store
 from ._util import add_types_option, non_negative_int
 
 
@@ -43,11 +38,16 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def fetch_assets_command(args: argparse.Namespace) -> None:
+    from ..assets import fetch_assets
+
     for line in fetch_assets(args.project, args.mirror or None):
         print(line)
 
 
 def convert_command(args: argparse.Namespace) -> None:
+    from ..corpora import convert_corpus, write_docbin
+    from ..kb.store import open_store
+
     kb = open_store(args.kb) if args.kb else None
     docs, report = convert_corpus(Path(args.source), kb=kb, types=args.types, fmt=args.format, limit=args.limit)
     write_docbin(docs, args.output)
@@ -56,6 +56,9 @@ def convert_command(args: argparse.Namespace) -> None:
 
 
 def convert_corpus_command(args: argparse.Namespace) -> None:
+    from ..corpora import convert_named_corpus, named_corpus
+    from ..kb.store import open_store
+
     corpus = named_corpus(args.name)
     kb = open_store(args.kb) if args.kb else None
     limits = {"train": args.train_limit, "dev": args.eval_limit, "test": args.eval_limit}
@@ -74,6 +77,10 @@ def convert_corpus_command(args: argparse.Namespace) -> None:
 
 
 def join_corpora_command(args: argparse.Namespace) -> None:
+    import spacy
+
+    from ..corpora import join_docbins
+
     counts = join_docbins(args.inputs, args.output, spacy.blank("en").vocab)
     parts = ", ".join(f"{path} ({n:,})" for path, n in counts)
     print(f"Wrote {args.output}: {sum(n for _, n in counts):,} documents from {parts}")

@@ -1,17 +1,14 @@
 """Commands that write an encoder as a Hugging Face model directory, to start a retriever
 from (--paths.encoder): export-encoder, self-align."""
 import argparse
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
-from ..encoders.precision import resolve_precision
-from ..encoders.transformer import TransformerTower, encoder_path
-from ..kb.store import open_store
-from ..torch_model import get_module
-from ..training.alignment_batches import BATCHINGS
-from ..training.alignment_holdout import KBNames, hybrid_recall
-from ..training.self_alignment import LOSSES, AlignmentSettings, self_align
+from ..training.alignment_settings import BATCHINGS, LOSSES, AlignmentSettings
 from ..util import ArboError
-from ._util import add_gpu_option, linker_component, load_pipeline, torch_device, write_json
+from ._util import add_gpu_option
+
+if TYPE_CHECKING:
+    from ..encoders.transformer import TransformerTower
 
 # The dense + w x TF-IDF weights whose held-out recall `self-align` reports.
 SPARSE_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
@@ -53,6 +50,10 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def export_encoder_command(args: argparse.Namespace) -> None:
+    from ..encoders.transformer import TransformerTower
+    from ..torch_model import get_module
+    from ._pipelines import linker_component, load_pipeline
+
     module = get_module(linker_component(load_pipeline(args.pipeline), args.component, args.pipeline).model)
     tower = module.mention_tower
     if not isinstance(tower, TransformerTower):
@@ -63,9 +64,13 @@ def export_encoder_command(args: argparse.Namespace) -> None:
     print(f"Wrote {args.out_dir}: {side}; start a retriever from it with --paths.encoder {args.out_dir}")
 
 
-def name_tower(args: argparse.Namespace) -> TransformerTower:
+def name_tower(args: argparse.Namespace) -> "TransformerTower":
     """The encoder that self-align trains on KB names (mean-pooled, no
     mention markers), on `--gpu-id`'s device at `--precision`."""
+    from ..encoders.precision import resolve_precision
+    from ..encoders.transformer import TransformerTower, encoder_path
+    from ._pipelines import torch_device
+
     tower = TransformerTower.from_pretrained(encoder_path(args.encoder), "mean", args.max_length, use_markers=False)
     tower.to(torch_device(args.gpu_id))
     tower.set_precision(resolve_precision(args.precision, tower.encoder.device))
@@ -73,6 +78,12 @@ def name_tower(args: argparse.Namespace) -> TransformerTower:
 
 
 def self_align_command(args: argparse.Namespace) -> None:
+    from ..encoders.transformer import encoder_path
+    from ..kb.store import open_store
+    from ..training.alignment_holdout import KBNames, hybrid_recall
+    from ..training.self_alignment import self_align
+    from ._pipelines import write_json
+
     settings = AlignmentSettings(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
                                  loss=args.loss, batching=args.batching, held_out=args.held_out,
                                  max_pairs=args.max_pairs, seed=args.seed)

@@ -3,16 +3,8 @@ import argparse
 import json
 from typing import Any, Dict, Optional
 
-from ..corpora import read_docbin
-from ..discovery import check_clustered, check_corpus, discover_entities, discovery_notes
-from ..error_report import error_report
-from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_linking, format_metrics, gold_id_set,
-                          linked_and_scored, recognized_and_scored)
-from ..pipeline.arbo_linker import arbo_linkers
-from ..pipeline.link_confidence import pipeline_linker
 from ..util import ArboError, atomic_path
-from ..gold_corpus import read_gold_links
-from ._util import add_gpu_option, require_recognizer, write_json
+from ._util import add_gpu_option
 from .linker_options import add_setting_arguments, configured_pipeline, set_dictionaries
 
 
@@ -45,6 +37,13 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
+    from ..corpora import read_docbin
+    from ..evaluation import (BIOSYN_KEYS, BIOSYN_SETTINGS, evaluate_linking, gold_id_set, linked_and_scored,
+                              recognized_and_scored)
+    from ..gold_corpus import read_gold_links
+    from ..pipeline.arbo_linker import arbo_linkers
+    from ._pipelines import require_recognizer
+
     nlp = configured_pipeline(args)
     docs = read_gold_links(args.data, nlp)
     seen = gold_id_set(read_docbin(args.seen_from, nlp.vocab)) if args.seen_from else None
@@ -72,6 +71,9 @@ def evaluate_command(args: argparse.Namespace) -> None:
 def _write_html(args: argparse.Namespace, nlp, metrics: Dict[str, Any], predicted, gold, seen) -> None:
     if not args.html:
         return
+    from ..error_report import error_report
+    from ..pipeline.link_confidence import pipeline_linker
+
     kb = pipeline_linker(nlp, args.pipeline).require_retriever().kb
     page = error_report(f"{args.pipeline} on {args.data}", metrics, predicted, gold, kb, seen)
     with atomic_path(args.html) as tmp:
@@ -80,6 +82,9 @@ def _write_html(args: argparse.Namespace, nlp, metrics: Dict[str, Any], predicte
 
 
 def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:
+    from ..evaluation import format_metrics
+    from ._pipelines import write_json
+
     print(format_metrics(metrics))
     if output:
         write_json(metrics, output)
@@ -87,6 +92,9 @@ def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:
 
 
 def discover_command(args: argparse.Namespace) -> None:
+    from ..corpora import read_docbin
+    from ..discovery import check_clustered, check_corpus, discover_entities, discovery_notes
+
     nlp = configured_pipeline(args)
     docs = read_docbin(args.data, nlp.vocab)
     check_corpus(nlp, docs, args.data)

@@ -4,17 +4,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from ..kb import readers
-from ..kb.readers import build_kb, read_kb
-from ..kb.store import open_store
-from ..kb.updates import align_ids
-from ..pipeline.kb_versions import follow_kb, kb_holders
-from ..pipeline.spacy_kb_export import spacy_kb_from_linker
-from ..retrieval.sharded_encoding import encode_entities_on_ray
+from ..kb import formats
 from ..util import ArboError
-from ._util import add_gpu_option, linker_component, load_pipeline, write_pipeline
+from ._util import add_gpu_option
 
-KB_FORMATS = ["auto", *readers.KB_FORMATS]
+KB_FORMATS = ["auto", *formats.KB_FORMATS]
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -65,12 +59,18 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def build_kb_command(args: argparse.Namespace) -> None:
+    from ..kb.readers import build_kb
+
     stats = build_kb(args.source, args.out_dir, args.format, store=args.store).stats()
     print(f"Wrote {args.out_dir}: {stats['entities']:,} entities, {stats['aliases']:,} aliases, "
           f"{stats['with_definition']:,} entities with a definition, {stats['alt_ids']:,} alternative ids")
 
 
 def index_kb_command(args: argparse.Namespace) -> None:
+    from ..kb.store import open_store
+    from ..retrieval.sharded_encoding import encode_entities_on_ray
+    from ._pipelines import linker_component, load_pipeline
+
     on_ray = args.workers != 1 or args.ray_address
     if on_ray and args.gpu_id >= 0:
         raise ArboError("index-kb: --gpu-id runs this process on a GPU, not Ray's workers; encode with "
@@ -91,6 +91,11 @@ def index_kb_command(args: argparse.Namespace) -> None:
 def kb_update_command(args: argparse.Namespace) -> None:
     """`kb add` / `kb remove`: change a trained pipeline's KB, encoding only what changed; the
     pipeline is written anew (temp path, then rename), so an interrupted update leaves the old one."""
+    from ..kb.readers import read_kb
+    from ..kb.updates import align_ids
+    from ..pipeline.kb_versions import follow_kb, kb_holders
+    from ._pipelines import linker_component, load_pipeline, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     linker = linker_component(nlp, args.component, args.pipeline)
     others = [name for name, kb in kb_holders(nlp) if kb is not linker.kb]
@@ -114,6 +119,9 @@ def kb_update_command(args: argparse.Namespace) -> None:
 
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:
+    from ..pipeline.spacy_kb_export import spacy_kb_from_linker
+    from ._pipelines import linker_component, load_pipeline
+
     linker = linker_component(load_pipeline(args.pipeline), args.component, args.pipeline)
     kb = spacy_kb_from_linker(linker, top_k=args.top_k)
     kb.to_disk(args.out_dir)

@@ -2,11 +2,9 @@
 import argparse
 from pathlib import Path
 
-from ..annotation import INPUT_FORMATS, OUTPUT_FORMATS, link_corpus
-from ..annotation.scoring import score_pubtator
-from ..kb.store import open_store
+from ..annotation.formats import INPUT_FORMATS, OUTPUT_FORMATS
 from ..util import ArboError
-from ._util import add_gpu_option, add_types_option, non_negative_int
+from ._util import add_gpu_option, add_types_option, non_negative_int, probability
 
 # The output format an output's suffix stands for, when --format is not given.
 SUFFIX_FORMATS = {".jsonl": "jsonl", ".pubtator": "pubtator", ".xml": "bioc", ".json": "bioc-json", ".spacy": "spacy"}
@@ -60,19 +58,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=score_pubtator_command)
 
 
-def probability(text: str) -> float:
-    """argparse `type` of --min-confidence: a confidence is a probability, so a threshold outside
-    [0, 1] would send every link (or none) to review; a usage error naming the option instead."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got '{text}'")
-    return value
-
-
 def link_command(args: argparse.Namespace) -> None:
+    from ..annotation.runner import link_corpus
+
     if args.ray is not None and args.gpu_id >= 0:
         raise ArboError("link: --gpu-id runs this process on a GPU, not Ray's workers; link on the GPU without --ray, "
                         "or on Ray's CPUs without --gpu-id.")
@@ -85,5 +73,8 @@ def link_command(args: argparse.Namespace) -> None:
 
 
 def score_pubtator_command(args: argparse.Namespace) -> None:
+    from ..annotation.scoring import score_pubtator
+    from ..kb.store import open_store
+
     scores = score_pubtator(args.predicted, args.gold, open_store(args.kb) if args.kb else None, args.types)
     print("  ".join(f"{key} {value:.4f}" for key, value in scores.items()))

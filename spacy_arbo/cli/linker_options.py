@@ -3,16 +3,18 @@ arbo_linker settings as `--set KEY=VALUE`, and corpora whose mentions, names or 
 linkers read first."""
 import argparse
 import dataclasses
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import srsly
-from spacy.language import Language
-from spacy.tokens import Doc
 
-from ..evaluation import docs_not_in
-from ..pipeline.arbo_linker import ArboLinker, LinkerSettings, arbo_linkers
+from ..pipeline.linker_settings import LinkerSettings
 from ..util import ArboError, PathLike
-from ._util import load_pipeline, read_corpora
+
+if TYPE_CHECKING:  # spaCy and the linker are imported by the functions that use them, not by the parser
+    from spacy.language import Language
+    from spacy.tokens import Doc
+
+    from ..pipeline.arbo_linker import ArboLinker
 
 # The keys `--set` takes: every arbo_linker setting; the linker's settings check each value.
 LINKER_SETTINGS = tuple(f.name for f in dataclasses.fields(LinkerSettings))
@@ -48,9 +50,11 @@ def apply_settings(linkers: List, settings: List[str]) -> None:
                 raise ArboError(f"--set {setting}: {err}") from None
 
 
-def linkers_to_change(nlp: Language, path: PathLike, options: Sequence[str]) -> List[ArboLinker]:
+def linkers_to_change(nlp: "Language", path: PathLike, options: Sequence[str]) -> List["ArboLinker"]:
     """The pipeline's arbo_linkers, which `options` (given on the command line) change: on a
     pipeline without one they would change nothing, silently, so that is an error."""
+    from ..pipeline.arbo_linker import arbo_linkers
+
     linkers = arbo_linkers(nlp)
     if options and not linkers:
         raise ArboError(f"{path} has no arbo_linker for {', '.join(options)} to change "
@@ -58,12 +62,14 @@ def linkers_to_change(nlp: Language, path: PathLike, options: Sequence[str]) -> 
     return linkers
 
 
-def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, Any]] = None) -> Language:
+def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, Any]] = None) -> "Language":
     """The pipeline (loaded with config `overrides`) with `--set` applied; with `--anchors-from`,
     the gold mentions of that corpus as anchors for transductive clustering; with
     `--dictionary-from`, the gold mentions of those corpora as extra entity names; with
     `--long-forms-from`, the long forms those corpora define, for short forms that their own
     doc leaves undefined."""
+    from ._pipelines import load_pipeline, read_corpora
+
     nlp = load_pipeline(args.pipeline, overrides)
     given = [option for option, value in (("--set", args.set), ("--anchors-from", args.anchors_from),
                                           ("--dictionary-from", args.dictionary_from),
@@ -85,12 +91,15 @@ def configured_pipeline(args: argparse.Namespace, overrides: Optional[Dict[str, 
     return nlp
 
 
-def set_dictionaries(linkers: List, paths: List[str], evaluated: Sequence[Doc] = ()) -> None:
+def set_dictionaries(linkers: List, paths: List[str], evaluated: Sequence["Doc"] = ()) -> None:
     """The gold mentions of `paths` as dictionary names; documents that are also being
     `evaluated` (same doc id, or same text) are left out, so that no test mention is its own
     dictionary entry (BC5CDR's evaluation split is its dev set)."""
     if not linkers:
         return
+    from ..evaluation import docs_not_in
+    from ._pipelines import read_corpora
+
     # The linkers of one pipeline share its vocab: the corpora are read once.
     docs = read_corpora(paths, linkers[0].vocab)
     kept = docs_not_in(docs, evaluated)

@@ -1,27 +1,19 @@
 """Commands that change a saved pipeline: add-ner, add-kb-finder, add-memory, configure."""
 import argparse
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
-from spacy.language import Language
-from spacy.util import load_config
-
-from ..corpora import read_docbin
-from ..encoders.precision import PRECISIONS
-from ..encoders.recognizer_transformer import precision_overrides
-from ..evaluation import docs_not_in
+from ..encoders.precision_names import PRECISIONS
 from ..kb.entities import common_type
-from ..kb.store import BaseEntityStore, open_store
-from ..pipeline.arbo_linker import arbo_linkers
-from ..pipeline.configured_pipe import ConfiguredPipe
-from ..pipeline.kb_mention_finder import DEFAULT_LABEL, MODES
-from ..pipeline.kb_versions import check_kb_versions, kb_version, pipeline_kb
-from ..pipeline.link_memory import LinkMemory, unknown_ids
-from ..pipeline.mention_finders import mention_finders
-from ..tuning.memory_settings import tune_link_memory
+from ..pipeline.kb_finder_settings import DEFAULT_LABEL, MODES
 from ..util import ArboError
-from ._util import add_gpu_option, load_pipeline, read_corpora, write_pipeline
+from ._util import add_gpu_option
 from .linker_options import add_setting_arguments, configured_pipeline
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+    from ..kb.store import BaseEntityStore
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -76,10 +68,12 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=configure_command)
 
 
-def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True) -> None:
+def add_recognizer(nlp: "Language", recognizer: "Language", consistency: bool = True) -> None:
     """Put `recognizer`'s 'ner', and the components before it that it reads, first in `nlp`, and a `mention_consistency` after
     it unless `consistency` is off; the linking components then read the mentions found, in
     evaluation (spacy evaluate) too, instead of the gold ones."""
+    from ..pipeline.kb_versions import check_kb_versions
+
     if "ner" not in recognizer.pipe_names:
         raise ArboError(f"The recognizer pipeline has no component named 'ner' (it has {', '.join(recognizer.pipe_names)}).")
     sourced = recognizer.pipe_names[:recognizer.pipe_names.index("ner") + 1]
@@ -94,7 +88,7 @@ def add_recognizer(nlp: Language, recognizer: Language, consistency: bool = True
     use_found_mentions(nlp)
 
 
-def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Optional[str] = None,
+def add_kb_finder(nlp: "Language", kb: Optional["BaseEntityStore"] = None, mode: Optional[str] = None,
                   label: Optional[str] = None) -> str:
     """Put a `kb_mention_finder` over the names of the KB the pipeline links to after the
     recognizer (first without one) and a `kb_mention_filter` last (before a `link_confidence`), so that the proposals the
@@ -102,6 +96,10 @@ def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Opt
     `kb`, when given, must be that KB: the linker would link another's names to its nearest entity.
     The mentions' label is `label`, else the KB's `common_type`, else `DEFAULT_LABEL`: a
     chemical KB's names are not diseases. Returns what the label is and why."""
+    from ..pipeline.arbo_linker import arbo_linkers
+    from ..pipeline.kb_versions import kb_version, pipeline_kb
+    from ..pipeline.mention_finders import mention_finders
+
     linking = pipeline_kb(nlp) if arbo_linkers(nlp) else None
     if linking is None:
         raise ArboError("The pipeline has no arbo_linker: the kb_mention_filter drops every mention no linker links, "
@@ -132,7 +130,7 @@ def add_kb_finder(nlp: Language, kb: Optional[BaseEntityStore] = None, mode: Opt
     return f"its mentions are labelled '{label}' ({why})"
 
 
-def finder_label(kb: BaseEntityStore, label: Optional[str]) -> Tuple[str, str]:
+def finder_label(kb: "BaseEntityStore", label: Optional[str]) -> Tuple[str, str]:
     """The label of the mentions a KB's names propose, and where it comes from."""
     if label:
         return label, "--label"
@@ -142,13 +140,18 @@ def finder_label(kb: BaseEntityStore, label: Optional[str]) -> Tuple[str, str]:
     return DEFAULT_LABEL, "the default: the KB's entities list no one type; --label sets another"
 
 
-def use_found_mentions(nlp: Language) -> None:
+def use_found_mentions(nlp: "Language") -> None:
+    from ..pipeline.configured_pipe import ConfiguredPipe
+
     for _, proc in nlp.components:
         if isinstance(proc, ConfiguredPipe) and "use_gold_ents" in proc.cfg:
             proc.configure(use_gold_ents=False)
 
 
 def add_kb_finder_command(args: argparse.Namespace) -> None:
+    from ..kb.store import open_store
+    from ._pipelines import load_pipeline, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     try:
         label = add_kb_finder(nlp, open_store(args.kb) if args.kb else None, args.mode, args.label)
@@ -159,6 +162,8 @@ def add_kb_finder_command(args: argparse.Namespace) -> None:
 
 
 def add_ner_command(args: argparse.Namespace) -> None:
+    from ._pipelines import load_pipeline, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     add_recognizer(nlp, load_pipeline(args.ner), args.consistency)
     write_pipeline(nlp, args.output)
@@ -166,6 +171,13 @@ def add_ner_command(args: argparse.Namespace) -> None:
 
 
 def add_memory_command(args: argparse.Namespace) -> None:
+    from ..corpora import read_docbin
+    from ..evaluation import docs_not_in
+    from ..pipeline.arbo_linker import arbo_linkers
+    from ..pipeline.link_memory import LinkMemory, unknown_ids
+    from ..tuning.memory_settings import tune_link_memory
+    from ._pipelines import load_pipeline, read_corpora, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     if "link_memory" in nlp.pipe_names:
         nlp.remove_pipe("link_memory")
@@ -197,6 +209,12 @@ def add_memory_command(args: argparse.Namespace) -> None:
 
 
 def configure_command(args: argparse.Namespace) -> None:
+    from spacy.util import load_config
+
+    from ..encoders.recognizer_transformer import precision_overrides
+    from ..pipeline.arbo_linker import arbo_linkers
+    from ._pipelines import write_pipeline
+
     overrides = None
     if args.recognizer_precision:
         overrides = precision_overrides(load_config(Path(args.pipeline) / "config.cfg"), args.recognizer_precision)

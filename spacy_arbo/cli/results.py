@@ -4,11 +4,8 @@ import argparse
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..corpora import read_docbin
-from ..evaluation import gold_id_set
-from ..metrics_tables import RUN_COLUMNS, markdown_table, read_run_clock, score_run, write_report
 from ..util import ArboError
-from ._util import add_gpu_option, load_pipeline, write_json
+from ._util import add_gpu_option
 from .linker_options import apply_settings, linkers_to_change
 
 
@@ -44,6 +41,11 @@ def parse_runs(specs: List[str]) -> Dict[str, List[Path]]:
 
 
 def compare_runs_command(args: argparse.Namespace) -> None:
+    from ..corpora import read_docbin
+    from ..evaluation import gold_id_set
+    from ..metrics_tables import RUN_COLUMNS, markdown_table, read_run_clock, score_run
+    from ._pipelines import load_pipeline, write_json
+
     seen = None
     rows: Dict[str, Dict[str, Any]] = {}
     for name, stages in parse_runs(args.runs).items():
@@ -60,5 +62,7 @@ def compare_runs_command(args: argparse.Namespace) -> None:
 
 
 def report_command(args: argparse.Namespace) -> None:
+    from ..metrics_tables import write_report
+
     print("\n".join(write_report(args.metrics_dir, args.output)))
     print(f"Wrote {args.output} and {Path(args.output).with_suffix('.png')}")

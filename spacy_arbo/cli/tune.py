@@ -3,14 +3,10 @@ tune-threshold, select-pipeline."""
 import argparse
 import shutil
 
-from ..tuning.confidence_calibration import calibrate_pipeline
-from ..tuning import reranker_settings as reranker_tuning
-from ..tuning.threshold import deciding_component, tune_threshold
-from ..tuning.pipeline_choice import SELECTION_METRICS, select_pipeline
 from ..tuning.rule import MIN_GAIN, check_min_gain
+from ..tuning.selection_metrics import SELECTION_METRICS
 from ..util import atomic_path
-from ..gold_corpus import read_gold_links
-from ._util import add_gpu_option, load_pipeline, require_recognizer, write_pipeline
+from ._util import add_gpu_option
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
@@ -68,6 +64,10 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 
 
 def tune_reranker_command(args: argparse.Namespace) -> None:
+    from ..gold_corpus import read_gold_links
+    from ..tuning import reranker_settings as reranker_tuning
+    from ._pipelines import load_pipeline, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     tuned = reranker_tuning.tune_reranker(nlp, read_gold_links(args.dev, nlp),
                                           args.weights or reranker_tuning.DEFAULT_WEIGHTS, args.top_n, args.max_loss)
@@ -85,6 +85,10 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
 
 
 def tune_threshold_command(args: argparse.Namespace) -> None:
+    from ..gold_corpus import read_gold_links
+    from ..tuning.threshold import deciding_component, tune_threshold
+    from ._pipelines import load_pipeline, require_recognizer, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
@@ -99,6 +103,10 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
 
 
 def calibrate_command(args: argparse.Namespace) -> None:
+    from ..gold_corpus import read_gold_links
+    from ..tuning.confidence_calibration import calibrate_pipeline
+    from ._pipelines import load_pipeline, require_recognizer, write_pipeline
+
     nlp = load_pipeline(args.pipeline)
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
@@ -116,6 +124,8 @@ def select_pipeline_command(args: argparse.Namespace) -> None:
     """Copy whichever of several pipelines scores best on dev: a reranker earns its place in
     the final pipeline only by beating the retriever there, by `--min-gain` (a mention or two of
     dev is noise, and the pipeline listed first is the cheaper one)."""
+    from ..tuning.pipeline_choice import select_pipeline
+
     check_min_gain(args.min_gain, "select-pipeline: --min-gain", args.metric)
     choice = select_pipeline(args.pipelines, args.dev, args.metric, args.min_gain)
     if args.metric.startswith("e2e_"):

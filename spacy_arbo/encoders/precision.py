@@ -16,8 +16,7 @@ import torch
 from torch import nn
 
 from ..component_settings import check_choice
-
-PRECISIONS = ("auto", "fp32", "bf16", "int8")
+from .precision_names import PRECISIONS
 
 
 @lru_cache(maxsize=None)

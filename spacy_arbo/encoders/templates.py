@@ -5,11 +5,12 @@ ArboEL/BLINK templates: mention `ctx_left [START] mention [END] ctx_right`, enti
 only decides which text goes into which slot.
 """
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
-
-from spacy.tokens import Span
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from ..kb.entities import Entity
+
+if TYPE_CHECKING:  # the retriever's settings read ENTITY_FIELDS without importing spaCy
+    from spacy.tokens import Span
 
 START, END, TITLE = "[START]", "[END]", "[TITLE]"
 MARKERS = (START, END, TITLE)
@@ -35,7 +36,7 @@ class EntityInput:
     triplets: Tuple[Triplet, ...] = ()
 
 
-def mention_input(span: Span, context_chars: int, long_form: Optional[str] = None,
+def mention_input(span: "Span", context_chars: int, long_form: Optional[str] = None,
                   triplets: Sequence[Triplet] = (), doc_text: Optional[str] = None) -> MentionInput:
     """The mention text (or the long form of an abbreviation, when given) with up to
     `context_chars` characters of context on each side. Pass `doc_text` for many mentions

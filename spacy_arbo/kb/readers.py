@@ -15,9 +15,9 @@ from typing import Callable, Dict, Iterator, Tuple, TypeVar
 from ..util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 from .entities import Entity, normalize_id
 from .disk_store import DiskEntityStore
+from .formats import KB_FORMATS
 from .store import BaseEntityStore, DuplicateIdError, EntityStore
 
-KB_FORMATS = ("jsonl", "ctd", "medic", "names")
 STORES = ("memory", "disk")
 Store = TypeVar("Store", bound=BaseEntityStore)
 CTD_COLUMNS = 9

@@ -24,9 +24,8 @@ import numpy as np
 from ..util import ArboError
 from .directed_pruning import directed_tree
 from .graph_edges import graph_edges
+from .graph_kinds import GRAPHS
 from .single_linkage import undirected_parents
-
-GRAPHS = ("directed", "undirected")
 
 
 @dataclass(frozen=True, eq=False)

@@ -31,12 +31,9 @@ from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
 from .abbreviations import LongForms, short_form_spans
+from .kb_finder_settings import DEFAULT_LABEL, MODES
 from .kb_versions import check_kb_version, kb_version, read_version, write_version
 
-MODES = ("add", "replace")
-# The label of the proposals when nobody gives one: the project's corpora (NCBI Disease,
-# BC5CDR) link diseases. add-kb-finder prefers the type the KB's entities share.
-DEFAULT_LABEL = "Disease"
 NAMES_FILE = "names.json"
 # Names longer than this many tokens are descriptions, not something a text writes.
 MAX_NAME_TOKENS = 12

@@ -1,15 +1,16 @@
-"""What `arbo_linker` is configured with: its settings, and the model it gets by default."""
+"""What `arbo_linker` is configured with: its settings, and the model it gets by default.
+Light (no spaCy, torch or FAISS), so that the command line lists the settings `--set` takes."""
 import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 import srsly
-from thinc.api import Config
+from confection import Config
 
 from ..component_settings import check_at_least, check_choice
-from ..encoders.precision import PRECISIONS
-from ..linking.clustering import GRAPHS
-from ..retrieval.retriever import RetrievalSettings
+from ..encoders.precision_names import PRECISIONS
+from ..linking.graph_kinds import GRAPHS
+from ..retrieval.retrieval_settings import RetrievalSettings
 from ..util import ArboError
 
 LINKINGS = ("independent", "clustering")

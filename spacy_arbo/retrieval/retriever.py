@@ -7,31 +7,29 @@ the search that turns either, or both fused, into each mention's distinct top-k 
 The caller brings the encoder (`EntityEncoder`). Each index is stamped with the fingerprint
 of the weights and texts that made it and is current while that matches (`ensure_fresh`).
 """
-import hashlib
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import srsly
 
-from ..component_settings import check_at_least, check_choice, check_types
-from ..encoders.templates import ENTITY_FIELDS, EntityInput, Triplet, entity_inputs
+from ..component_settings import check_at_least
+from ..encoders.templates import EntityInput, Triplet, entity_inputs
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate, plan_update, updated_store
 from ..util import ArboError, PathLike, atomic_path, read_json
 from .candidates import Candidates, fuse_candidates, rows_to_candidates
 from .faiss_index import FaissIndex
+# CANDIDATE_SOURCES: importable from here, as before retrieval_settings.py.
+from .retrieval_settings import CANDIDATE_SOURCES, ENTITY_TEXT_SETTINGS, RetrievalSettings  # noqa: F401
 from .tfidf import TfidfAliasIndex
 
 logger = logging.getLogger("spacy_arbo")
 
-CANDIDATE_SOURCES = ("dense", "tfidf", "hybrid")
-# Settings that change what the entity tower encodes, hence the index.
-ENTITY_TEXT_SETTINGS = ("entity_fields", "max_aliases", "index_aliases")
 # The entity index a KB directory may hold, built by `python -m spacy_arbo index-kb`.
 PREBUILT_INDEX_DIR = "index"
 # With alias vectors an entity owns several index rows: search this many times deeper so
@@ -48,50 +46,6 @@ class EntityEncoder(Protocol):
     def fingerprint(self, entities_only: bool = False) -> str: ...
 
     def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class RetrievalSettings:
-    """How candidates are generated. `index` holds `FaissIndex.build` options
-    (`kind`: auto, flat, hnsw, ivfpq, ivfsq); `index_aliases` gives every KB alias its own vector."""
-
-    candidate_source: str = "hybrid"
-    top_k: int = 16
-    entity_fields: List[str] = field(default_factory=list)
-    max_aliases: int = 8
-    index: Dict[str, Any] = field(default_factory=lambda: {"kind": "auto"})
-    index_aliases: bool = True
-    batch_size: int = 64
-    use_gpu_index: Optional[bool] = None
-    # Added to the scores of dictionary names (`EntityRetriever.set_dictionary`): above 0
-    # they win over KB names, below 0 they only break ties.
-    dictionary_offset: float = 0.0
-    # "hybrid" fusion: null for reciprocal rank fusion, else dense score + this x TF-IDF score.
-    sparse_weight: Optional[float] = 0.5
-
-    def __post_init__(self) -> None:
-        check_types(self)
-        check_choice("candidate_source", self.candidate_source, CANDIDATE_SOURCES)
-        check_at_least(1, top_k=self.top_k, batch_size=self.batch_size)
-        check_at_least(0, max_aliases=self.max_aliases)
-        unknown = [f for f in self.entity_fields if f not in ENTITY_FIELDS]
-        if unknown:
-            raise ArboError(f"Unknown entity_fields {unknown}; expected a subset of {ENTITY_FIELDS}.")
-        # Owned copies: the config's lists and dicts stay the caller's.
-        object.__setattr__(self, "entity_fields", list(self.entity_fields))
-        object.__setattr__(self, "index", dict(self.index))
-
-    @property
-    def uses_dense(self) -> bool:
-        return self.candidate_source != "tfidf"
-
-    @property
-    def uses_tfidf(self) -> bool:
-        return self.candidate_source != "dense"
-
-    def texts_key(self) -> str:
-        texts = srsly.json_dumps([getattr(self, k) for k in ENTITY_TEXT_SETTINGS])
-        return hashlib.sha1(texts.encode("utf8")).hexdigest()[:8]
 
 
 def first_occurrences(vectors: Optional[np.ndarray], texts: Sequence[str]) -> List[int]:

@@ -10,9 +10,9 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from .alignment_settings import BATCHINGS  # noqa: F401 (importable from here, as before)
 from .synonyms import SynonymPair, batches
 
-BATCHINGS = ("neighbours", "random")
 # Entity queries scored against every name at once; bounds the (queries x names) matrix.
 QUERY_CHUNK = 256
 

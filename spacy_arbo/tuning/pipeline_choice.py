@@ -8,10 +8,7 @@ from ..gold_corpus import read_gold_links
 from ..pipeline_loading import load_pipeline
 from ..util import ArboError, PathLike
 from .rule import MIN_GAIN, Trial, check_min_gain, choose
-
-# What `select_pipeline` may choose by: link F (what a NIL threshold is tuned for) or accuracy@1.
-# e2e_f: end-to-end link F from raw text, for pipelines that differ in how they find mentions.
-SELECTION_METRICS = ("nel_micro_f", "accuracy_strict", "accuracy", "e2e_f")
+from .selection_metrics import SELECTION_METRICS
 
 
 @dataclass
