@@ -1,4 +1,5 @@
 """`calibrate`: a link_confidence fitted on dev, on the gold mentions or end to end."""
+import pytest
 import spacy
 from spacy.tokens import DocBin
 
@@ -23,8 +24,12 @@ def test_calibrate_then_evaluate_reports_the_confidence(toy_kb_dir, tmp_path, ca
     assert loaded.pipe_names[-1] == "link_confidence" and loaded.get_pipe("link_confidence").threshold == 0.2
     assert main(["evaluate", str(tmp_path / "c"), str(tmp_path / "dev.spacy"), "--output", str(tmp_path / "m.json")]) == 0
     metrics = spacy.util.srsly.read_json(tmp_path / "m.json")
-    assert 0 <= metrics["confidence_ece"] <= 1 and metrics["n_confident"] <= 8
-    assert len(metrics["reliability"]) == 15
+    bins = metrics["reliability"]
+    # the links with a confidence: a NIL has none
+    assert len(bins) == 15 and sum(b["n"] for b in bins) == metrics["n_confident"] == 6
+    # The ECE is the reliability diagram's gaps weighted by their links, not any number in [0, 1].
+    gaps = sum(b["n"] * abs(b["confidence"] - b["accuracy"]) for b in bins if b["n"]) / metrics["n_confident"]
+    assert metrics["confidence_ece"] == pytest.approx(gaps) and metrics["confidence_ece"] < 0.5
 
 
 def test_end_to_end_calibration_keeps_link_confidence_last(toy_kb_dir, tmp_path):
