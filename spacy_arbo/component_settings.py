@@ -2,20 +2,26 @@
 defaults, its config validation (the factory signature is made from the fields, and a bad
 value is one `ConfigSettingError` line naming the component, the setting, the value and what
 it takes) and the checks that a value is sensible. The pipeline's config is where settings live; a saved
-pipeline keeps them in its `config.cfg`, so `spacy.load(path, config=...)` can change them.
+pipeline keeps them in its `config.cfg`, so `spacy.load(path, config=...)` can change them. Each component
+also saves them in its own `cfg`, as spaCy's EntityLinker does: `nlp.from_bytes` keeps the components it
+has, made from another config, and only their `cfg` brings back the settings they were saved with.
 """
 import dataclasses
 import functools
 import inspect
 import math
 import typing
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Sequence, Tuple, Type, TypeVar
 
+import srsly
 from confection import ConfigValidationError
 
-from .util import ArboError
+from .util import ArboError, atomic_path
 
 S = TypeVar("S")
+# What a component's settings are saved as, a JSON file or a bytes field: spaCy's name.
+CFG = "cfg"
 
 
 def setting_defaults(settings: Type[Any]) -> Dict[str, Any]:
@@ -146,6 +152,12 @@ def check_at_least(minimum: int, **values: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
             raise ArboError(f"{name} takes {expected}; got {value!r}.")
+
+
+def write_cfg(path: Path, cfg: Dict[str, Any]) -> None:
+    """A component's settings, as JSON, written whole or not at all."""
+    with atomic_path(path) as tmp:
+        srsly.write_json(tmp, cfg)
 
 
 def store_in_config(nlp: Any, component: Any, changes: Dict[str, Any]) -> None:

@@ -1,8 +1,10 @@
 """The part of a pipe that is the same for every spacy-arbo component: settings held as a
-frozen dataclass and kept in step with the pipeline's config, and the wrapped scorer."""
+frozen dataclass, kept in step with the pipeline's config and saved in the component's `cfg`,
+and the wrapped scorer."""
 import dataclasses
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
+import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.training import Example, validate_examples
@@ -12,7 +14,6 @@ from thinc.api import Model
 from ..component_settings import replace_settings, store_in_config
 from ..kb.store import BaseEntityStore
 from ..util import ArboError
-
 
 
 class ConfiguredPipe(TrainablePipe):
@@ -41,6 +42,17 @@ class ConfiguredPipe(TrainablePipe):
 
     def _settings_changed(self) -> None:
         """What the component must redo when its settings change."""
+
+    # The `cfg` that `to_bytes` and `to_disk` save (`component_settings.write_cfg`). From bytes the
+    # component takes it whole: `nlp.from_bytes` keeps the components it has, made from another
+    # config. From disk it need not: `spacy.load` made the component from the config.cfg saved
+    # with it, which holds the same values, and from the settings given at load time, which stand.
+
+    def cfg_bytes(self) -> bytes:
+        return srsly.json_dumps(self.cfg)
+
+    def load_cfg_bytes(self, data: bytes) -> None:
+        self.configure(**srsly.json_loads(data))
 
     def initialize(
         self,

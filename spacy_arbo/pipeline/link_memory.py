@@ -21,7 +21,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
-from ..component_settings import check_at_least, config_checked
+from ..component_settings import CFG, check_at_least, config_checked, store_in_config, write_cfg
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
@@ -164,8 +164,7 @@ class LinkMemory(Pipe):
     def add_to(self, nlp: Language) -> "LinkMemory":
         """A copy of this memory (settings and counts) as the last component of `nlp`, of the
         KB `nlp` links to."""
-        config = {"min_count": self.min_count, "min_share": self.min_share, "fold_plurals": self.fold_plurals}
-        added = nlp.add_pipe("link_memory", name=self.name, last=True, config=config)
+        added = nlp.add_pipe("link_memory", name=self.name, last=True, config=self.cfg)
         added.counts, added.kb_version = self.counts, _version_of(nlp)
         return added
 
@@ -196,23 +195,42 @@ class LinkMemory(Pipe):
         self.counts = {key: Counter(ids) for key, ids in payload.items()}
         self._links = None
 
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings, as the factory takes them."""
+        return {"min_count": self.min_count, "min_share": self.min_share, "fold_plurals": self.fold_plurals}
+
+    def _load_cfg(self, cfg: Dict[str, Any]) -> None:
+        """Bytes carry no config that the memory was made from (`nlp.from_bytes` keeps the
+        components it has): it takes the settings saved with it, and the pipeline's config follows."""
+        check_memory_settings(cfg["min_count"], cfg["min_share"], cfg["fold_plurals"])
+        self.min_count, self.min_share, self.fold_plurals = cfg["min_count"], cfg["min_share"], cfg["fold_plurals"]
+        self._links = None
+        store_in_config(self.nlp, self, cfg)
+
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
-        return srsly.msgpack_dumps({"counts": self._payload(), "kb_version": self.kb_version})
+        return srsly.msgpack_dumps({"counts": self._payload(), "kb_version": self.kb_version, CFG: self.cfg})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "LinkMemory":
         data = srsly.msgpack_loads(bytes_data)
-        if isinstance(data, dict) and set(data) == {"counts", "kb_version"}:
+        if isinstance(data, dict) and {"counts", "kb_version"} <= set(data) <= {"counts", "kb_version", CFG}:
             counts, self.kb_version = data["counts"], data["kb_version"]
+            if CFG in data:  # bytes written before memories saved their settings have none
+                self._load_cfg(data[CFG])
         else:  # bytes written before memories recorded their KB: the counts alone, of no known KB
             counts, self.kb_version = data, None
         self._load_payload(counts, f"{self.name} bytes")
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
+        """The counts, the KB version and the settings (`cfg`; from disk, `spacy.load` makes the
+        memory from the config.cfg saved with it, which holds the same values, and from the
+        settings given at load time, which stand)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         with atomic_path(path / MEMORY_FILE) as tmp:
             srsly.write_json(tmp, self._payload())
+        write_cfg(path / CFG, self.cfg)
         write_version(path, self.kb_version)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "LinkMemory":

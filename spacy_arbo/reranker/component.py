@@ -16,7 +16,8 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
-from ..component_settings import check_at_least, check_choice, check_types, setting_defaults, with_setting_parameters
+from ..component_settings import (CFG, check_at_least, check_choice, check_types, setting_defaults,
+                                  with_setting_parameters, write_cfg)
 from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
@@ -337,17 +338,18 @@ class MultiCrossReranker(ConfiguredPipe):
         return losses
 
     # Serialization ------------------------------------------------------------------------
-    # Settings live in the pipeline's config; the KB is written only when this component owns
-    # it (from a `kb_loader`), else the retriever before it holds the one copy.
+    # Settings in the `cfg` (`ConfiguredPipe` says when they are read back); the KB is written only
+    # when this component owns it (from a `kb_loader`), else the retriever before it holds the one copy.
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
-        serializers: Dict[str, Callable[[], bytes]] = {"model": self.model.to_bytes}
+        serializers: Dict[str, Callable[[], bytes]] = {CFG: self.cfg_bytes, "model": self.model.to_bytes}
         if self._own_kb is not None:
             serializers["kb"] = self._own_kb.to_bytes
         return util.to_bytes(serializers, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
-        deserializers = {
+        deserializers: Dict[str, Callable[[bytes], Any]] = {
+            CFG: self.load_cfg_bytes,
             "model": lambda b: self.model.from_bytes(b),
             "kb": lambda b: self._load_kb(EntityStore.from_bytes(b)),
         }
@@ -356,7 +358,8 @@ class MultiCrossReranker(ConfiguredPipe):
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
-        serializers: Dict[str, Callable[[Path], None]] = {"model": self.model.to_disk}
+        serializers: Dict[str, Callable[[Path], None]] = {CFG: lambda p: write_cfg(p, self.cfg),
+                                                          "model": self.model.to_disk}
         if self._own_kb is not None:
             serializers["kb"] = self._own_kb.to_disk
         util.to_disk(path, serializers, exclude)

@@ -1,10 +1,13 @@
 """The linker as `nlp.add_pipe("arbo_linker")` gives it, and pipelines saved before those defaults."""
 from pathlib import Path
 
+import pytest
 import spacy
+import srsly
 from thinc.api import Config
 
-from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS, settings_saved_without
+from spacy_arbo.component_settings import CFG
+from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS, names_in_config_beside, settings_saved_without
 from spacy_arbo.pipeline.linker_settings import LinkerSettings
 
 from ..conftest import make_doc
@@ -50,9 +53,12 @@ def test_default_linker_links_aliases_and_names_first(toy_kb_dir):
     assert doc.ents[0]._.kb_candidates == [("MESH:D006527", 1.0)]
 
 
-def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_dir):
-    """A saved config.cfg without the settings whose defaults changed loads with the values it
-    was made with, links as before, and keeps them when saved again."""
+@pytest.mark.parametrize("cfg", ["none", "without them"])
+def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_dir, cfg):
+    """A linker saved before the settings whose defaults changed (its config.cfg, and its `cfg`
+    when it has one, lack them) loads with the values it was made with, links as before, and
+    keeps them when saved again. Saved before linkers had a `cfg`, its config.cfg says which
+    settings it had."""
     nlp = make_nlp(toy_kb_dir)
     nlp.to_disk(tmp_path / "saved")
     config_file = tmp_path / "saved" / "config.cfg"
@@ -60,6 +66,11 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     lines = [line for line in config_file.read_text().splitlines() if line.split(" = ")[0] not in dropped]
     config_file.write_text("\n".join(lines) + "\n")
     assert "kb_names_first" not in config_file.read_text()
+    cfg_file = tmp_path / "saved" / "arbo_linker" / CFG
+    if cfg == "none":
+        cfg_file.unlink()
+    else:
+        srsly.write_json(cfg_file, {k: v for k, v in srsly.read_json(cfg_file).items() if k not in dropped})
     loaded = spacy.load(tmp_path / "saved")
     settings = loaded.get_pipe("arbo_linker").settings
     assert {k: getattr(settings, k) for k in EARLIER_DEFAULTS} == {**EARLIER_DEFAULTS, "top_k": 4}
@@ -67,6 +78,7 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     block = Config().from_disk(tmp_path / "again" / "config.cfg", interpolate=False)["components"]["arbo_linker"]
     assert {k: block[k] for k in DENSE_LINKER} == DENSE_LINKER and block["top_k"] == 4
     assert block["confidence"] is False
+    assert srsly.read_json(tmp_path / "again" / "arbo_linker" / CFG) == loaded.get_pipe("arbo_linker").cfg
     # A setting given at load time (other than today's default, which the fill gives too) wins.
     given = spacy.load(tmp_path / "saved", config={"components": {"arbo_linker": {"candidate_source": "tfidf"}}})
     assert given.get_pipe("arbo_linker").settings.candidate_source == "tfidf"
@@ -76,11 +88,22 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     assert [e._.kb_candidates for e in first.ents] == [e._.kb_candidates for e in second.ents]
 
 
-def test_a_component_folder_without_a_config_beside_it_keeps_what_it_is_given(tmp_path):
+def test_earlier_defaults_fill_only_settings_saved_without_them():
+    today = LinkerSettings()
+    assert settings_saved_without(set(), today) == EARLIER_DEFAULTS
+    assert settings_saved_without(set(EARLIER_DEFAULTS) - {"top_k"}, today) == {"top_k": 64}
+    # One given at load time, other than today's default, stands.
+    assert settings_saved_without(set(), LinkerSettings(top_k=4)) == {k: v for k, v in EARLIER_DEFAULTS.items()
+                                                                      if k != "top_k"}
+
+
+def test_a_component_folder_without_a_config_beside_it_names_no_settings(tmp_path):
     (tmp_path / "arbo_linker").mkdir()
-    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker", LinkerSettings()) == {}
+    assert names_in_config_beside(tmp_path / "arbo_linker", "arbo_linker") is None
     (tmp_path / "config.cfg").write_text("[components]\n\n[components.other]\nfactory = \"ner\"\n")
-    assert settings_saved_without(tmp_path / "arbo_linker", "arbo_linker", LinkerSettings()) == {}
+    assert names_in_config_beside(tmp_path / "arbo_linker", "arbo_linker") is None
+    (tmp_path / "config.cfg").write_text("[components]\n\n[components.arbo_linker]\ntop_k = 4\n")
+    assert names_in_config_beside(tmp_path / "arbo_linker", "arbo_linker") == {"top_k"}
 
 
 def test_repeated_mentions_are_searched_once(toy_kb_dir, monkeypatch):
