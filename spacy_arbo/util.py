@@ -10,7 +10,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import srsly
 
@@ -114,12 +114,17 @@ def _process_alive(pid: int) -> bool:
 def read_lines(path: Path) -> Iterator[Tuple[int, str]]:
     """(1-based line number, line without its newline); `.gz` files are decompressed, a UTF-8
     byte order mark is skipped, and bytes that are not UTF-8 are an error naming their line."""
+    for number, raw in _raw_lines(path):
+        yield number, _decode_line(raw, f"{path}:{number}")
+
+
+def _raw_lines(path: Path) -> Iterator[Tuple[int, bytes]]:
+    """`read_lines`' lines undecoded, so that a reader can skip a line that is not UTF-8 and go on."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
-                yield number, _decode_line(raw[len(codecs.BOM_UTF8):] if number == 1 and raw.startswith(
-                    codecs.BOM_UTF8) else raw, f"{path}:{number}")
+                yield number, raw[len(codecs.BOM_UTF8):] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw
     except (OSError, EOFError) as err:
         raise ArboError(f"{path}: cannot read ({err}).") from None
 
@@ -153,20 +158,37 @@ def read_msgpack(path: Path, what: str) -> Any:
         raise ArboError(f"{path}: cannot read {what} ({type(err).__name__}: {err}).") from None
 
 
-def read_json_objects(path: Path) -> Iterator[Tuple[int, str, Dict[str, Any]]]:
-    """(line number, `path:line`, record) for each non-blank line of a JSONL file, each
-    a JSON object."""
-    for number, line in read_lines(path):
-        if not line.strip():
-            continue
+def read_json_objects(path: Path, bad: Optional[Callable[[ArboError], None]] = None
+                      ) -> Iterator[Tuple[int, str, Dict[str, Any]]]:
+    """(line number, `path:line`, object) for each non-blank line of a JSONL file: every JSONL
+    reader's lines, each reader checking its own fields. A line that is not UTF-8, not JSON or not
+    a JSON object is an error naming `path:line`: raised, or, given `bad`, passed to it and the line
+    skipped (a corpus job reads past a bad record)."""
+    for number, raw in _raw_lines(path):
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ArboError(f"{where}: invalid JSON ({err.msg}).") from None
-        if not isinstance(record, dict):
-            raise ArboError(f"{where}: expected a JSON object.")
-        yield number, where, record
+            record = _json_object(raw, where)
+        except ArboError as err:
+            if bad is None:
+                raise
+            bad(err)
+            continue
+        if record is not None:
+            yield number, where, record
+
+
+def _json_object(raw: bytes, where: str) -> Optional[Dict[str, Any]]:
+    """The object a JSONL line holds; None for a blank line."""
+    line = _decode_line(raw, where)
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ArboError(f"{where}: not a JSON object (invalid JSON: {err.msg} at column {err.colno}).") from None
+    if not isinstance(record, dict):
+        raise ArboError(f"{where}: expected a JSON object.")
+    return record
 
 
 def file_sha256(path: Path) -> str:

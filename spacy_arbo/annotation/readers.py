@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..corpora.pubtator import _TEXT_LINE, PubTatorDocument, _read_line
-from ..util import ArboError, PathLike
+from ..util import ArboError, PathLike, read_json_objects
 from .formats import INPUT_FORMATS  # noqa: F401 (importable from here, as before formats.py)
 from .records import RESERVED, BadRecords, Record, StrictStop, check_mention, gold_mention
 
@@ -98,23 +98,15 @@ def read_text(path: Path, bad: BadRecords) -> Iterator[Record]:
 def read_jsonl(path: Path, bad: BadRecords) -> Iterator[Record]:
     """One JSON object a line with a `text`; `id` (else FILE:LINE), `mentions` (read as gold, the
     shape `link` writes), `passages` and the other fields (kept) are optional."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            where = f"{path}:{number}"
-            if not raw.strip():
-                continue
-            try:
-                yield _json_record(raw, where, f"{path.stem}:{number}", bad.warn)
-            except ArboError as err:
-                bad(err)
+    for number, where, data in read_json_objects(path, bad):
+        try:
+            yield _json_record(data, where, f"{path.stem}:{number}", bad.warn)
+        except ArboError as err:
+            bad(err)
 
 
-def _json_record(raw: bytes, where: str, default_id: str, warn: Warn) -> Record:
-    try:
-        data = json.loads(raw)
-    except ValueError as err:  # also a line that is not UTF-8
-        raise ArboError(f"{where}: not a JSON object ({err}).") from None
-    if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+def _json_record(data: Dict[str, Any], where: str, default_id: str, warn: Warn) -> Record:
+    if not isinstance(data.get("text"), str):
         raise ArboError(f"{where}: expected a JSON object with a string 'text'.")
     record = Record(str(data.get("id", default_id)), data["text"], where,
                     fields={k: v for k, v in data.items() if k not in RESERVED})
