@@ -13,7 +13,8 @@ from .linking.clustering import adjusted_rand_index
 from .pipeline.gold_ents import strip_links
 from .pipeline.mention_finders import mention_finders
 from .pipeline.neighbours import pipe_through
-from .scoring import RECALL_KS, MentionOutcome, accuracy, link_prf, mention_outcomes, nil_prf, recall_at_k
+from .scoring import (RECALL_KS, Link, MentionOutcome, accuracy, credited_links, end_to_end_prf, gold_ids, is_link,
+                      link_is_right, link_prf, mention_outcomes, nil_prf, recall_at_k, scored_pairs)
 from .util import ArboError
 
 
@@ -122,10 +123,13 @@ def mention_spans(docs: List[Doc]) -> Set[Tuple[int, int, int]]:
     return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents}
 
 
-def end_to_end_links(docs: List[Doc]) -> Set[Tuple[int, int, int, frozenset]]:
+def end_to_end_links(docs: List[Doc]) -> Set[Link]:
     """(doc, start, end, id set) of every linked mention: end-to-end scoring's items."""
-    return {(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_)))
-            for i, doc in enumerate(docs) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL}
+    return {_link(i, e) for i, doc in enumerate(docs) for e in doc.ents if is_link(e.kb_id_)}
+
+
+def _link(index: int, span: Span) -> Link:
+    return index, span.start_char, span.end_char, frozenset(gold_ids(span.kb_id_))
 
 
 def recognizer_position(nlp: Language) -> int:
@@ -151,28 +155,21 @@ def run_components(nlp: Language, names: Sequence[str], docs: Iterable[Doc], bat
 
 
 def gold_mention_outcomes(predicted: Sequence[Doc], gold_docs: Sequence[Doc]) -> Tuple[List[Span], List[bool]]:
-    """The linked (not NIL) mentions of `predicted`, gold mentions linked, and whether each has
-    exactly its gold id set: what a confidence is fitted and scored on."""
-    spans, right = [], []
-    for doc, gold_doc in zip(predicted, gold_docs):
-        gold = {(e.start_char, e.end_char): set(split_ids(e.kb_id_)) for e in gold_doc.ents}
-        for span in doc.ents:
-            if span.kb_id_ and span.kb_id_ != NIL:
-                spans.append(span)
-                right.append(set(split_ids(span.kb_id_)) == gold.get((span.start_char, span.end_char)))
-    return spans, right
+    """The linked (not NIL) mentions of `predicted` among those `linking_metrics` scores, and
+    whether each is right (the exact id set): what a confidence is fitted and scored on."""
+    linked = [(pred, ids) for doc, gold_doc in zip(predicted, gold_docs)
+              for pred, _, ids in scored_pairs(doc, gold_doc) if is_link(pred.kb_id_)]
+    return [pred for pred, _ in linked], [link_is_right(gold_ids(pred.kb_id_), ids, "exact") for pred, ids in linked]
 
 
-def end_to_end_outcomes(predicted: Sequence[Doc],
-                        gold_links: Set[Tuple[int, int, int, frozenset]]) -> Tuple[List[Span], List[bool]]:
+def end_to_end_outcomes(predicted: Sequence[Doc], gold_links: Set[Link]) -> Tuple[List[Span], List[bool]]:
     """The linked mentions of `predicted` (raw text through the pipeline), and whether each is a
-    gold link (`end_to_end_links`: exact span and id set; a spurious mention is a wrong link)."""
-    linked = [(i, e) for i, doc in enumerate(predicted) for e in doc.ents if e.kb_id_ and e.kb_id_ != NIL]
-    return [e for _, e in linked], [(i, e.start_char, e.end_char, frozenset(split_ids(e.kb_id_))) in gold_links
-                                    for i, e in linked]
+    gold link (the exact span and id set; a spurious mention is a wrong link)."""
+    linked = [(i, e) for i, doc in enumerate(predicted) for e in doc.ents if is_link(e.kb_id_)]
+    return [e for _, e in linked], credited_links([_link(i, e) for i, e in linked], gold_links, "exact")
 
 
-def end_to_end_confidence(predicted: List[Doc], gold_links: Set[Tuple[int, int, int, frozenset]]) -> Dict[str, Any]:
+def end_to_end_confidence(predicted: List[Doc], gold_links: Set[Link]) -> Dict[str, Any]:
     """The confidence metrics of every predicted link, a recognizer's spurious mention a wrong
     link (`e2e_confidence_ece`, `e2e_coverage_at_precision_95`, ...), and the precision of the
     links at confidence 0.9 or more."""
@@ -192,7 +189,7 @@ def evaluate_end_to_end(nlp: Language, gold_docs: List[Doc], batch_size: int = 6
     `ner_*`: mention spans found (labels aside: a linker needs mentions, not their types);
     `nel_micro_*`: spaCy's link scores, over the predicted mentions whose spans are gold;
     `e2e_*`: (span, ids) pairs, a pair right only with the exact span and the exact id set;
-    `e2e_any_id_*`: the same with any-id credit (the span exact, one predicted id among the gold).
+    `e2e_any_id_*`: the same with any-id credit (the span exact, the predicted ids among the gold).
     """
     return recognized_and_scored(nlp, gold_docs, batch_size)[0]
 
@@ -204,17 +201,13 @@ def recognized_and_scored(nlp: Language, gold_docs: List[Doc],
     predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))
     elapsed = time.perf_counter() - start
 
-    metrics: Dict[str, Any] = {}
-    for name, items in (("ner", mention_spans), ("e2e", end_to_end_links)):
-        prf = PRFScore()
-        prf.score_set(items(predicted), items(gold_docs))
-        metrics.update({f"{name}_p": prf.precision, f"{name}_r": prf.recall, f"{name}_f": prf.fscore})
+    ner = PRFScore()
+    ner.score_set(mention_spans(predicted), mention_spans(gold_docs))
+    metrics: Dict[str, Any] = {"ner_p": ner.precision, "ner_r": ner.recall, "ner_f": ner.fscore}
     predicted_links, gold_links = end_to_end_links(predicted), end_to_end_links(gold_docs)
-    gold_ids = {link[:3]: link[3] for link in gold_links}
-    any_id = PRFScore()
-    any_id.tp = sum(bool(link[3] & gold_ids.get(link[:3], frozenset())) for link in predicted_links)
-    any_id.fp, any_id.fn = len(predicted_links) - any_id.tp, len(gold_links) - any_id.tp
-    metrics.update({"e2e_any_id_p": any_id.precision, "e2e_any_id_r": any_id.recall, "e2e_any_id_f": any_id.fscore})
+    for name, rule in (("e2e", "exact"), ("e2e_any_id", "any_id")):
+        prf = end_to_end_prf(predicted_links, gold_links, rule)
+        metrics.update({f"{name}_{key}": value for key, value in prf.items()})
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
     metrics.update(end_to_end_confidence(predicted, gold_links))

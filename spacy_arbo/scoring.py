@@ -1,7 +1,13 @@
 """Linking metrics: recall@k over ranked candidates, link P/R/F, NIL detection, ARI.
 
-Predictions and gold ids are compared as id sets (a composite id `D001|D002` is the set of
-its parts), under one of three credit rules (`CREDIT_RULES`):
+Whether a link is right is decided here only (`link_is_right`), for `evaluate`, its HTML page,
+confidence calibration and `score-pubtator` alike. One rule reads ids (`gold_ids`): a composite
+`D001|D002` is the set of its parts, and NIL and an empty id are one answer, no entity (`{NIL}`),
+so a prediction of NIL is right for a gold NIL. A gold mention with an empty id carries no gold
+link (`gold_link`): it is left out of the linking metrics and shown as unscored on the page, never
+as right or wrong; end to end, where links are counted, it is no gold link either.
+
+The predicted ids are credited under one of three rules (`CREDIT_RULES`):
 
 - `any_id`: every predicted id is one of the gold ids, so `D001` is right for `D001|D002`
   (BioSyn's per-part check, each part of a split mention scored against the whole gold set);
@@ -12,9 +18,11 @@ its parts), under one of three credit rules (`CREDIT_RULES`):
 """
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Collection, Dict, FrozenSet, Hashable, Iterable, Iterator, List, Optional, Sequence,
+                    Tuple)
 
 from spacy.scorer import PRFScore
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import registry
 
@@ -22,6 +30,36 @@ from .kb.entities import NIL, split_ids
 
 RECALL_KS = (1, 2, 4, 8, 16, 32, 64)
 CREDIT_RULES = ("any_id", "exact", "single")
+# (document, start, end, ids): a link as end-to-end scoring counts it.
+Link = Tuple[Hashable, int, int, FrozenSet[str]]
+
+
+def gold_ids(kb_id: str) -> Tuple[str, ...]:
+    """The ids that `kb_id` names: a composite's parts; `(NIL,)` for NIL and for an empty id."""
+    return split_ids(kb_id) or (NIL,)
+
+
+def is_link(kb_id: str) -> bool:
+    """Whether `kb_id` names an entity (is not NIL or empty)."""
+    return gold_ids(kb_id) != (NIL,)
+
+
+def gold_link(gold: Span) -> Optional[Tuple[str, ...]]:
+    """The gold ids of a gold mention, None when its id is empty: no gold link, so not scored."""
+    return gold_ids(gold.kb_id_) if gold.kb_id_ else None
+
+
+def link_is_right(predicted: Collection[str], gold: Collection[str], rule: str) -> bool:
+    """Whether the `predicted` ids are right for the `gold` ids under `rule` (one of
+    `CREDIT_RULES`), both read by `gold_ids`."""
+    predicted, gold = set(predicted), set(gold)
+    if rule == "any_id":
+        return predicted <= gold
+    if rule == "exact":
+        return predicted == gold
+    if rule == "single":
+        return len(predicted) == 1 and predicted <= gold
+    raise ValueError(f"Unknown credit rule '{rule}'; expected one of {CREDIT_RULES}.")
 
 
 @dataclass(frozen=True)
@@ -50,15 +88,7 @@ class MentionOutcome:
         return self.credited("any_id")
 
     def credited(self, rule: str) -> bool:
-        """Whether the prediction is right under `rule` (one of `CREDIT_RULES`)."""
-        predicted, gold = set(self.predicted_ids), set(self.gold)
-        if rule == "any_id":
-            return predicted <= gold
-        if rule == "exact":
-            return predicted == gold
-        if rule == "single":
-            return len(predicted) == 1 and predicted <= gold
-        raise ValueError(f"Unknown credit rule '{rule}'; expected one of {CREDIT_RULES}.")
+        return link_is_right(self.predicted_ids, self.gold, rule)
 
     def rank(self) -> Optional[int]:
         """1-based rank of the first candidate matching the gold, or None."""
@@ -68,24 +98,27 @@ class MentionOutcome:
         return None
 
 
-def gold_ids(kb_id: str) -> Tuple[str, ...]:
-    return split_ids(kb_id) or (NIL,)
+def scored_pairs(predicted: Doc, reference: Doc) -> Iterator[Tuple[Span, Span, Tuple[str, ...]]]:
+    """(predicted, gold mention, gold ids) at the same character offsets, gold mentions with a gold
+    link only (`gold_link`), as spaCy's link scorer pairs them: linking scored apart from
+    recognition."""
+    gold_by_offset = {(e.start_char, e.end_char): e for e in reference.ents}
+    for pred in predicted.ents:
+        gold = gold_by_offset.get((pred.start_char, pred.end_char))
+        ids = gold_link(gold) if gold is not None else None
+        if ids is not None:
+            yield pred, gold, ids
 
 
 def mention_outcomes(examples: Iterable[Example], candidates_attr: str = "kb_candidates") -> List[MentionOutcome]:
-    """Pair gold and predicted entities by character offsets, as spaCy's link scorer does,
-    so linking is scored apart from entity recognition."""
+    """The `scored_pairs` of `examples`, with what the metrics read of each."""
     outcomes = []
     for eg in examples:
-        gold_by_offset = {(e.start_char, e.end_char): e for e in eg.reference.ents}
-        for pred in eg.predicted.ents:
-            gold = gold_by_offset.get((pred.start_char, pred.end_char))
-            if gold is None or not gold.kb_id_:
-                continue
+        for pred, gold, ids in scored_pairs(eg.predicted, eg.reference):
             candidates = getattr(pred._, candidates_attr, None) if pred.has_extension(candidates_attr) else None
             outcomes.append(MentionOutcome(
                 label=gold.label_,
-                gold=gold_ids(gold.kb_id_),
+                gold=ids,
                 predicted=pred.kb_id_ or NIL,
                 candidates=tuple(kb_id for kb_id, _ in candidates or ()),
                 score=candidates[0][1] if candidates else None,
@@ -122,6 +155,24 @@ def link_prf(outcomes: Sequence[MentionOutcome]) -> Dict[str, Any]:
         "nel_micro_f": micro.fscore,
         "nel_f_per_type": {k: v.to_dict() for k, v in per_type.items()},
     }
+
+
+def credited_links(predicted: Iterable[Link], gold: Iterable[Link], rule: str) -> List[bool]:
+    """For each predicted link, whether a gold link of its span is right for it under `rule`:
+    end to end, a link where no gold link is, is wrong."""
+    gold_at: Dict[Tuple[Hashable, int, int], List[FrozenSet[str]]] = {}
+    for doc, start, end, ids in gold:
+        gold_at.setdefault((doc, start, end), []).append(ids)
+    return [any(link_is_right(ids, right, rule) for right in gold_at.get((doc, start, end), ()))
+            for doc, start, end, ids in predicted]
+
+
+def end_to_end_prf(predicted: Collection[Link], gold: Collection[Link], rule: str) -> Dict[str, float]:
+    """Precision, recall and F of `predicted` links against `gold` ones (`credited_links`)."""
+    prf = PRFScore()
+    prf.tp = sum(credited_links(predicted, gold, rule))
+    prf.fp, prf.fn = len(predicted) - prf.tp, len(gold) - prf.tp
+    return {"p": prf.precision, "r": prf.recall, "f": prf.fscore}
 
 
 def recall_at_k(outcomes: Sequence[MentionOutcome], ks: Sequence[int] = RECALL_KS) -> Dict[int, Optional[float]]:

@@ -8,6 +8,7 @@ import spacy
 
 from spacy_arbo.cli import main
 from spacy_arbo.error_report import doc_mentions, error_report
+from spacy_arbo.evaluation import linking_metrics
 from spacy_arbo.kb.entities import NIL
 
 from .conftest import make_doc
@@ -38,8 +39,34 @@ def test_each_mention_is_marked_by_what_happened_to_it(toy_kb):
     page = error_report("toy", {"accuracy": 0.25, "reliability": []}, [predicted], [gold], toy_kb)
     assert len(re.findall(r'<tr id="m0-\d+" class="(\w+)"', page)) == 5
     assert page.count('<mark class="wrong"') == 2  # the mention and the legend
-    assert "Cough</li>" not in page and "Cough <span class=score>0.400</span>" in page  # KB names beside ids
+    assert "Cough</li>" not in page and 'Cough <span class="score">0.400</span>' in page  # KB names beside ids
     assert "http" not in page.replace('href="#', "")  # nothing fetched from a network
+
+
+def test_the_page_counts_what_the_metrics_count():
+    """A gold mention with an empty id has no gold link: the metrics leave it out, and the page
+    shows it unscored, neither right nor an error (it was a wrong id there before)."""
+    nlp = spacy.blank("en")
+    gold = make_doc(nlp, TEXT, [("Fever", "MESH:D005334"), ("coughing", ""), ("Wilson disease", "MESH:D1|MESH:D2"),
+                                ("diabetes", NIL)])
+    predicted = make_doc(nlp, TEXT, [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371"),
+                                     ("Wilson disease", "MESH:D2|MESH:D1"), ("diabetes", NIL)])
+    metrics = linking_metrics([predicted], [gold])
+    mentions = {m.text: m for m in doc_mentions(predicted, gold, None)}
+    scored = [m for m in mentions.values() if m.outcome != "unscored"]
+    assert metrics["n_mentions"] == len(scored) == 3
+    assert metrics["accuracy_strict"] == sum(m.outcome == "right" for m in scored) / len(scored) == 1.0
+    assert mentions["coughing"].outcome == "unscored" and not mentions["coughing"].error
+
+
+def test_text_and_ids_are_escaped_by_the_template(toy_kb):
+    nlp = spacy.blank("en")
+    text = "<b>Fever</b> & cough"
+    gold = make_doc(nlp, text, [("Fever</b>", "<i>")])
+    page = error_report("<script>", {"n_mentions": 1, "note": "a<b"}, [gold], [gold], toy_kb)
+    body = page.split("<body>")[1].split("<script>")[0]
+    assert "<b>" not in body and "</b>" not in body and "<i>" not in body
+    assert "<h1>&lt;script&gt;</h1>" in body and "&lt;b&gt;" in body and "&lt;i&gt;" in body and "a&lt;b" in body
 
 
 def test_evaluate_writes_the_page(toy_kb_dir, tmp_path):

@@ -8,7 +8,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Span
 
-from spacy_arbo.evaluation import evaluate_end_to_end
+from spacy_arbo.evaluation import evaluate_end_to_end, gold_mention_outcomes, linking_metrics
 from spacy_arbo.pipeline_loading import load_pipeline
 from spacy_arbo.util import ArboError
 
@@ -37,6 +37,17 @@ def test_end_to_end_strict_and_any_id():
     # Any-id: "D1" is one of the composite's ids.
     assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((1 / 3, 1 / 2))
     assert metrics["n_gold_mentions"] == 2 and metrics["n_predicted_mentions"] == 3
+
+
+def test_confidence_is_fitted_on_the_mentions_the_metrics_score():
+    """A gold mention with an empty id has no gold link: calibration leaves it out, as the metrics do."""
+    nlp = spacy.blank("en")
+    text = "fever and cough and rash"
+    gold = make_doc(nlp, text, [("fever", "D1"), ("cough", ""), ("rash", "D3|D4")])
+    predicted = make_doc(nlp, text, [("fever", "D1"), ("cough", "D2"), ("rash", "D4|D3")])
+    spans, right = gold_mention_outcomes([predicted], [gold])
+    assert [span.text for span in spans] == ["fever", "rash"] and right == [True, True]
+    assert linking_metrics([predicted], [gold])["n_mentions"] == 2
 
 
 @pytest.mark.parametrize("name", ["meta.json", "config.cfg", "tokenizer", "vocab/strings.json", "vocab/lookups.bin",

@@ -1,7 +1,8 @@
 import pytest
 
 from spacy_arbo.evaluation import accuracies
-from spacy_arbo.scoring import CREDIT_RULES, MentionOutcome, accuracy, gold_ids
+from spacy_arbo.scoring import (CREDIT_RULES, MentionOutcome, accuracy, credited_links, end_to_end_prf, gold_ids,
+                                link_is_right)
 
 
 def outcome(gold: str, predicted: str) -> MentionOutcome:
@@ -20,9 +21,21 @@ def outcome(gold: str, predicted: str) -> MentionOutcome:
     ("MESH:D1", "NIL", (False, False, False)),
 ])
 def test_credit_rules(gold, predicted, credit):
+    assert tuple(link_is_right(gold_ids(predicted), gold_ids(gold), rule) for rule in CREDIT_RULES) == credit
     o = outcome(gold, predicted)
     assert tuple(o.credited(rule) for rule in CREDIT_RULES) == credit
     assert o.correct == credit[0]
+
+
+def test_end_to_end_links_are_credited_by_the_same_rules():
+    """A link is right where a gold link of its span is (PubTator may hold two at one span); any-id
+    credit needs every predicted id among the gold, as for the gold mentions."""
+    gold = {("1", 0, 5, frozenset({"D1", "D2"})), ("1", 0, 5, frozenset({"D9"})), ("1", 10, 15, frozenset({"D3"}))}
+    predicted = [("1", 0, 5, frozenset({"D9"})), ("1", 0, 5, frozenset({"D1"})), ("1", 10, 15, frozenset({"D3", "D4"})),
+                 ("1", 20, 25, frozenset({"D5"}))]
+    assert credited_links(predicted, gold, "exact") == [True, False, False, False]
+    assert credited_links(predicted, gold, "any_id") == [True, True, False, False]
+    assert end_to_end_prf(predicted, gold, "any_id") == pytest.approx({"p": 2 / 4, "r": 2 / 3, "f": 4 / 7})
 
 
 def test_accuracy_under_each_rule():

@@ -3,19 +3,18 @@
 compared as the KB compares them: normalised (`D001` is `MESH:D001`, prefixes case-blind),
 or, with a KB, read through it (alt ids to their entity, unknown ids dropped); -1 ids are
 dropped and mentions left with no id not counted. Inputs that cannot be compared (other
-documents, other id spellings, types the gold file lacks) are an error, never a zero."""
+documents, other id spellings, types the gold file lacks) are an error, never a zero. Whether a
+link is right is `scoring.link_is_right`'s exact rule."""
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
-
-from spacy.scorer import PRFScore
+from typing import Dict, List, Optional, Sequence, Set
 
 from ..corpora import parse_gold_ids, read_pubtator
 from ..kb.entities import namespace, normalize_id
 from ..kb.store import BaseEntityStore
+from ..scoring import Link, end_to_end_prf
 from ..util import ArboError, PathLike
 
-Link = Tuple[str, int, int, FrozenSet[str]]
 EXAMPLES = 3
 
 
@@ -111,6 +110,4 @@ def score_pubtator(predicted: PathLike, gold: PathLike, kb: Optional[BaseEntityS
         raise ArboError(f"{gold}: nothing to score against: none of its mentions{' of --types' if types else ''} "
                         f"has {why}.")
     _check_ids(predicted, gold, kb, pred, want)
-    prf = PRFScore()
-    prf.score_set(pred.links, want.links)
-    return {"e2e_p": prf.precision, "e2e_r": prf.recall, "e2e_f": prf.fscore}
+    return {f"e2e_{key}": value for key, value in end_to_end_prf(pred.links, want.links, "exact").items()}
