@@ -12,12 +12,12 @@ import inspect
 import math
 import typing
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Sequence, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Type, TypeVar
 
 import srsly
 from confection import ConfigValidationError
 
-from .util import ArboError, atomic_path
+from .util import ArboError, atomic_path, read_json
 
 S = TypeVar("S")
 # What a component's settings are saved as, a JSON file or a bytes field: spaCy's name.
@@ -158,6 +158,18 @@ def write_cfg(path: Path, cfg: Dict[str, Any]) -> None:
     """A component's settings, as JSON, written whole or not at all."""
     with atomic_path(path) as tmp:
         srsly.write_json(tmp, cfg)
+
+
+def read_cfg(path: Path) -> Optional[Dict[str, Any]]:
+    """A component's saved settings (None when it was saved without them): a file that is not
+    a JSON object of setting names is an error naming it, as any damaged file of a pipeline is."""
+    if not path.exists():
+        return None
+    cfg = read_json(path)
+    if not isinstance(cfg, dict):
+        raise ArboError(f"{path}: not a component's settings (a JSON object of setting names); "
+                        "the pipeline was not saved whole.")
+    return cfg
 
 
 def store_in_config(nlp: Any, component: Any, changes: Dict[str, Any]) -> None:

@@ -300,7 +300,7 @@ def test_convert_blink_keeps_mentions_of_one_document_apart(tmp_path, kb):
     (blink_line(label_id=None), "missing field 'label_id'"),
     (blink_line(mention=" "), "field 'mention' is empty"),
     (blink_line(type=3), "field 'type' must be a string"),
-    ('{"mention": "x",', "invalid JSON"),
+    ('{"mention": "x",', r"not a JSON object \(invalid JSON"),
     ("[1, 2]", "expected a JSON object"),
 ])
 def test_read_blink_jsonl_malformed(tmp_path, line, message):

@@ -12,11 +12,11 @@ import srsly
 from spacy import util
 from thinc.api import Model
 
-from ..component_settings import CFG, write_cfg
+from ..component_settings import CFG, read_cfg, write_cfg
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..torch_model import is_built
 from ..training.mentions import TrainingMentions
-from ..util import ArboError, atomic_path, read_json
+from ..util import ArboError, atomic_path
 from .earlier_defaults import names_in_config_beside, settings_saved_without
 from .linker_settings import LinkerSettings
 
@@ -155,7 +155,9 @@ def from_disk(linker: SavedLinker, path: Path, exclude: Iterable[str]) -> None:
 def _take_earlier_defaults(linker: SavedLinker, cfg_file: Path) -> None:
     """The settings a linker was saved with are the names in its `cfg`, or, saved before it had
     one, in its block of the config.cfg beside it."""
-    saved = read_json(cfg_file) if cfg_file.exists() else names_in_config_beside(cfg_file.parent, linker.name)
+    saved = read_cfg(cfg_file)
+    if saved is None:
+        saved = names_in_config_beside(cfg_file.parent, linker.name)
     if saved is not None:
         linker.configure(**settings_saved_without(saved, linker.settings))
 

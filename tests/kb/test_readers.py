@@ -138,7 +138,7 @@ def test_extra_file_errors(tmp_path):
     [
         (['{"concept_id": "A", "canonical_name": "a"}', '{"concept_id": "A", "canonical_name": "b"}'],
          r"kb.jsonl:2: duplicate id 'A' \(first defined on line 1\)"),
-        (['{"concept_id": "A", "canonical_name": "a"}', "{not json"], r"kb.jsonl:2: invalid JSON"),
+        (['{"concept_id": "A", "canonical_name": "a"}', "{not json"], r"kb.jsonl:2: not a JSON object \(invalid JSON"),
         (['{"canonical_name": "a"}'], r"kb.jsonl:1: missing or empty field 'concept_id'"),
         (['{"concept_id": "A", "canonical_name": "a", "aliases": "x"}'],
          r"kb.jsonl:1: field 'aliases' must be a list of strings"),
