@@ -1,14 +1,23 @@
 """Links to calibrate on without a labelled corpus: names of the KB's own entities, as written
 and as corpora write them otherwise (a word dropped or added, a plural, a typo, words reordered),
-each in a neutral sentence. A link is right when it finds the entity the name was taken from."""
+each in a neutral sentence. A link is right when it finds the entity the name was taken from.
+`LabelFreeConfidence` is an arbo_linker's own calibration, fitted so and saved with it."""
+import logging
 import random
-from typing import Callable, List, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
+import srsly
+from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 from ..kb.store import BaseEntityStore
+from ..util import ArboError
 from .calibration import Calibration, fit_calibration
+from .features import FEATURES, ConfidenceFeatures, KBNames, write_confidence
+
+logger = logging.getLogger("spacy_arbo")
 
 # How many KB names to link: enough for a few hundred wrong links on a large KB, and on a small
 # one this many per entity.
@@ -92,7 +101,7 @@ def name_mentions(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable[[str], D
 
 
 def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable[[str], Doc],
-                           link: Callable[[List[Doc]], List[Doc]],
+                           link: Callable[[List[Doc]], Iterable[Doc]],
                            features: Callable[[Sequence[Span]], List[List[float]]],
                            n: int = N_MENTIONS, seed: int = 0) -> Calibration:
     """Fit a calibration on the links `link` makes for the KB's own names (`name_mentions`)."""
@@ -100,3 +109,83 @@ def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable
     spans = [doc.ents[0] for doc in link(docs)]
     return fit_calibration(features(spans), [span.kb_id_ == kb_id for span, kb_id in zip(spans, ids)],
                            source="label-free", ignore=UNLIKE_IN_CORPORA)
+
+
+@dataclass(frozen=True)
+class NameLinking:
+    """What fitting on a KB's names needs of a linker: its KB, its pipeline (how texts become
+    docs, which link memories follow it), how it links docs, which of the KB's names name one
+    entity, and the seed that picks the names."""
+
+    kb: BaseEntityStore
+    nlp: Language
+    link: Callable[[List[Doc]], Iterable[Doc]]
+    names: KBNames
+    seed: int
+
+    def features(self) -> ConfidenceFeatures:
+        return ConfidenceFeatures(self.nlp, self.names)
+
+
+class LabelFreeConfidence:
+    """An arbo_linker's own calibration, fitted on its KB's names for the weights and scoring
+    settings it links with: `fitted_for` is the linker's `key` for them, compared where they may
+    change (initialize, configure, saving after training), never while the linker pipes; a loaded
+    linker keeps the calibration saved with it. `linking` says what to fit with, None while there
+    is nothing to fit (confidence off, no KB); `index_current`, whether the linker's entity index
+    holds the vectors of its weights (linking with one that lags them encodes the KB)."""
+
+    def __init__(self, name: str, linking: Callable[[], Optional[NameLinking]], key: Callable[[], str],
+                 index_current: Callable[[], bool]) -> None:
+        self.name = name
+        self._linking = linking
+        self._key = key
+        self._index_current = index_current
+        self.calibration: Optional[Calibration] = None
+        self.fitted_for: Optional[str] = None
+
+    def refit(self, saving: bool = False) -> None:
+        """Fit on the links the linker makes of the KB's names, unless fitted for its current key.
+        `saving` never encodes the KB: behind an index that lags the weights (left out of the saved
+        pipeline), it keeps the calibration it has. A linker that cannot link yet (a transductive
+        one before its training mentions) is left as it is, and says so."""
+        linking = self._linking()
+        if linking is None or self.fitted_for == self._key() or (saving and not self._index_current()):
+            return
+        try:
+            self.calibration = label_free_calibration(linking.kb, linking.nlp.vocab, linking.nlp.make_doc,
+                                                      linking.link, linking.features(), seed=linking.seed)
+        except ArboError as err:
+            logger.info("%s: confidence not calibrated (%s); it is when its settings change or it is saved.",
+                        self.name, err)
+            return
+        self.fitted_for = self._key()  # read after linking, which may build the weights
+
+    def write(self, spans: Sequence[Span]) -> None:
+        """`span._.kb_confidence` of the linked `spans`, while the confidence is on."""
+        linking = self._linking()
+        if linking is not None:
+            write_confidence(spans, self.calibration, linking.features())
+
+    def to_bytes(self) -> bytes:
+        return srsly.msgpack_dumps(None if self.calibration is None else
+                                   {"calibration": self.calibration.to_dict(), "fitted_for": self.fitted_for})
+
+    def from_bytes(self, data: bytes, where: str) -> None:
+        try:
+            saved = srsly.msgpack_loads(data) if data else None
+        except ValueError:
+            raise ArboError(f"{where}: not a saved confidence calibration (damaged msgpack).") from None
+        if saved is None:
+            self.calibration = self.fitted_for = None
+            return
+        if not isinstance(saved, dict) or set(saved) != {"calibration", "fitted_for"} or \
+                not isinstance(saved["calibration"], dict):
+            raise ArboError(f"{where}: not a saved confidence calibration.")
+        if list(saved["calibration"].get("features", [])) != list(FEATURES):
+            logger.info("%s: the confidence was calibrated on other features; it is calibrated again when "
+                        "the linker is initialized, configured or saved.", where)
+            self.calibration = self.fitted_for = None
+            return
+        self.calibration = Calibration.from_dict(saved["calibration"], where)
+        self.fitted_for = saved["fitted_for"]

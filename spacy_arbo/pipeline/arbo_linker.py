@@ -5,8 +5,6 @@ the weights version that says which vectors are current, `MentionReader` says wh
 as, `EntityRetriever` turns entity texts into indexes and mentions into candidates, `link_decisions`
 turns candidates into links, `RetrieverTraining` makes batches and paces the re-mining of negatives.
 """
-import logging
-import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -20,8 +18,9 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
 from ..component_settings import setting_defaults, with_setting_parameters
+from ..confidence.label_free import LabelFreeConfidence, NameLinking
 from ..encoders.templates import EntityInput, MentionInput, Triplet
-from ..kb.entities import NIL, Entity
+from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
 from ..kb.updates import KBUpdate
 from ..retrieval.candidates import Candidates
@@ -34,21 +33,15 @@ from . import linker_files
 from .composites import composite_parts
 from .configured_pipe import ConfiguredPipe
 from .encoding import LinkerEncoder
-from .exact_names import ExactNames
+from .exact_names import ExactNames, known_links
 from .gold_ents import with_gold_mentions
 from .knowledge_units import KnowledgeUnits
-from .link_confidence import LabelFreeConfidence
-from .link_decisions import Link, cluster_links, nearest_links, remembered_links, split_composites, write_decision
-from .link_memory import memories_after
+from .link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
+from .links import install_extensions
 from .linker_settings import DEFAULT_MODEL, LinkerSettings
 from .mention_finders import NoMentionFinderWarning
 from .mention_inputs import MentionReader
 from .retriever_training import RetrieverTraining
-
-logger = logging.getLogger("spacy_arbo")
-
-# A mention without a single word character ("  ", "--") names nothing: it is not linked.
-WORDLESS = re.compile(r"^\W*$")
 
 
 @Language.factory(
@@ -73,6 +66,7 @@ def make_arbo_linker(nlp: Language, name: str, model: Model, objective: Objectiv
                      knowledge_units: Optional[KnowledgeUnits], **settings: Any) -> "ArboLinker":
     """`knowledge_units` (e.g. `spacy_arbo.knowledge_units.v1`) gives a graph tower
     (`spacy_arbo.GraphTower.v1`, GER) the triplets of each mention and entity."""
+    install_extensions()
     return ArboLinker(nlp.vocab, model, name, nlp=nlp, objective=objective, scorer=scorer,
                       knowledge_units=knowledge_units, settings=LinkerSettings(**settings))
 
@@ -94,10 +88,11 @@ class ArboLinker(ConfiguredPipe):
         self.encoder = LinkerEncoder(model, name, self._current_settings)
         self.read_mentions = MentionReader(vocab, name, self._current_settings, knowledge_units, self._graph_sides)
         self.training = RetrieverTraining(objective, settings.seed)
-        self.exact_names = ExactNames()
+        self.exact_names = ExactNames(self.require_retriever)
+        self.kb_names = self.exact_names.kb_names  # what the features of its links read (`KBNames`)
         self.retriever: Optional[EntityRetriever] = None
         self.no_mention_finder = NoMentionFinderWarning()
-        self.confidence = LabelFreeConfidence()
+        self.confidence = LabelFreeConfidence(name, self._name_linking, self.confidence_key, self.index_is_current)
 
     def _current_settings(self) -> LinkerSettings:
         return self.settings
@@ -109,6 +104,7 @@ class ArboLinker(ConfiguredPipe):
     def _settings_changed(self) -> None:
         if self.retriever is not None:
             self.retriever.configure(self.settings)
+        self.confidence.refit()
 
     @property
     def kb(self) -> Optional[BaseEntityStore]:
@@ -189,13 +185,18 @@ class ArboLinker(ConfiguredPipe):
             self.refresh_index()
         if self.settings.uses_tfidf:
             retriever.ensure_tfidf()
-        if self.settings.confidence:
-            self.confidence.fit_if_it_links(self)
+        self.confidence.refit()
+        self.no_mention_finder.initialized(self.nlp, self, self.name, examples)
 
     def confidence_key(self) -> str:
         """What the confidence calibration depends on: the weights and the scoring settings."""
         weights = self.encoder.fingerprint() if self.settings.uses_dense and is_built(self.model) else ""
         return f"{weights}:{self.settings.scoring_key()}"
+
+    def _name_linking(self) -> Optional[NameLinking]:
+        """What the label-free confidence is fitted with (this pipe's links of its KB's names), while it is on."""
+        on = self.settings.confidence and self.retriever is not None
+        return NameLinking(self._require_kb(), self.nlp, self.pipe, self.exact_names, self.settings.seed) if on else None
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
         """Keep the gold mentions of `docs`: ArboEL's graph nodes and transductive anchors."""
@@ -242,15 +243,11 @@ class ArboLinker(ConfiguredPipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[List[Link]]:
         settings = self.settings
-        docs = self.no_mention_finder.check(self.nlp, self, self.name, docs)
+        docs = self.no_mention_finder.check(self.name, docs)
         spans_per_doc = [self._spans_to_link(doc) for doc in docs]
         located = [(d, s) for d, spans in enumerate(spans_per_doc) for s in spans]
-        memories = memories_after(self.nlp, self) if settings.linking == "independent" and settings.memory_first else []
-        remembered = remembered_links([span for _, span in located], memories)
-        links = [known or Link([], NIL) for known in remembered]
-        linkable = [i for i, (_, span) in enumerate(located) if remembered[i] is None and not WORDLESS.match(span.text)]
-        mentions = self.read_mentions([located[i][1] for i in linkable])
-        linkable, mentions = self.exact_names.answer(self, [span for _, span in located], linkable, mentions, links)
+        links, linkable, mentions = known_links(self.nlp, self, [span for _, span in located], settings,
+                                                self.read_mentions, self.exact_names)
         if linkable:
             spans = [located[i][1] for i in linkable]
             parts = [composite_parts(s) if settings.composites != "whole" else [] for s in spans]
@@ -277,8 +274,7 @@ class ArboLinker(ConfiguredPipe):
             for span, link in zip(self._spans_to_link(doc), links):
                 write_decision(span, link, self.settings.kb_ents_threshold, self.settings.max_entities_per_mention)
                 linked.append(span)
-        if self.settings.confidence:
-            self.confidence.write(self, linked)
+        self.confidence.write(linked)
 
     # Training and scoring ------------------------------------------------------------
 
@@ -331,17 +327,21 @@ class ArboLinker(ConfiguredPipe):
     # Serialization: `linker_files` says what each file holds ------------------------------
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
+        self.confidence.refit(saving=True)
         return linker_files.to_bytes(self, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         linker_files.from_bytes(self, bytes_data, exclude)
+        self.no_mention_finder.loaded(self.nlp, self)
         return self
 
     def to_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> None:
+        self.confidence.refit(saving=True)
         linker_files.to_disk(self, Path(path), exclude)
 
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "ArboLinker":
         linker_files.from_disk(self, Path(path), exclude)
+        self.no_mention_finder.loaded(self.nlp, self)
         return self
 
 

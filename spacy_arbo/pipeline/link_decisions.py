@@ -17,10 +17,6 @@ from ..training.mentions import TrainingMentions
 from .link_memory import LinkMemory, remembered_candidates
 from .links import best_above, kb_ents, write_link
 
-for _attr in ("arbo_cluster", "arbo_path", "arbo_parts"):
-    if not Span.has_extension(_attr):
-        Span.set_extension(_attr, default=None)
-
 
 @dataclass
 class Link:

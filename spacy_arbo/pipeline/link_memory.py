@@ -26,7 +26,7 @@ from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
 from .kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
-from .links import write_kb_id
+from .links import install_extensions, write_kb_id
 from .neighbours import neighbours
 
 MEMORY_FILE = "memory.json"
@@ -68,6 +68,7 @@ def check_memory_settings(min_count: int, min_share: float, fold: bool) -> None:
 )
 @config_checked
 def make_link_memory(nlp: Language, name: str, min_count: Any, min_share: Any, fold_plurals: Any) -> "LinkMemory":
+    install_extensions()
     return LinkMemory(nlp.vocab, name, min_count=min_count, min_share=min_share, fold_plurals=fold_plurals, nlp=nlp)
 
 

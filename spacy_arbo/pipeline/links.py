@@ -1,4 +1,6 @@
-"""Writing a link decision onto a span, the same way in every component that decides links."""
+"""Writing a link decision onto a span, the same way in every component that decides links, and
+the span extensions it is written into: installed here, at import and by every factory of a
+component that writes them, so that code which imports this module may read them unguarded."""
 from typing import Optional
 
 from spacy.tokens import Span
@@ -8,10 +10,20 @@ from ..retrieval.candidates import Candidates
 
 # What a component that reads a linker's ranked candidates lists in its factory's `requires`.
 CANDIDATES = "span._.kb_candidates"
+# Every span extension a component writes: candidates, scispacy's `kb_ents`, the confidence, and
+# with clustering or split composites the cluster, path and parts (`link_decisions.Link`).
+SPAN_EXTENSIONS = ("kb_candidates", "kb_ents", "kb_confidence", "arbo_cluster", "arbo_path", "arbo_parts")
 
-for _attr in ("kb_candidates", "kb_ents"):
-    if not Span.has_extension(_attr):
-        Span.set_extension(_attr, default=None)
+
+def install_extensions() -> None:
+    """Install each of `SPAN_EXTENSIONS` (None until written) that is missing; one installed
+    already (scispacy's `kb_ents`) keeps its default."""
+    for name in SPAN_EXTENSIONS:
+        if not Span.has_extension(name):
+            Span.set_extension(name, default=None)
+
+
+install_extensions()
 
 
 def best_above(ranked: Candidates, threshold: Optional[float]) -> str:

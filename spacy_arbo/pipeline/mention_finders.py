@@ -1,63 +1,64 @@
 """Which components of a pipeline find mentions. A linker reads `doc.ents`: in a pipeline
 where nothing sets them (`add_pipe("arbo_linker")` alone, `spacy apply` on a linker-only
 pipeline) every text comes back with no entity and no sign why, so the linker warns."""
-import sys
 import warnings
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Sequence
 
 from spacy.language import Language
 from spacy.tokens import Doc
+from spacy.training import Example
 
 from ..util import ArboWarning
 from .neighbours import neighbours
 
+MENTIONS = "doc.ents"
+
 
 def mention_finders(nlp: Language) -> List[str]:
-    """The components that find mentions: they set `doc.ents` without requiring them (a filter
-    of mentions found earlier, such as `kb_mention_filter`, requires them)."""
-    return [name for name in nlp.pipe_names
-            if "doc.ents" in nlp.get_pipe_meta(name).assigns and "doc.ents" not in nlp.get_pipe_meta(name).requires]
+    """The components that find mentions, as `nlp.analyze_pipes` reports what they declare: they
+    assign `doc.ents` without requiring it (a filter of mentions found earlier, such as
+    `kb_mention_filter`, requires them)."""
+    found = nlp.analyze_pipes()["attrs"].get(MENTIONS, {"assigns": [], "requires": []})
+    return [name for name in found["assigns"] if name not in found["requires"]]
 
 
-def warn_without_mention_finder(nlp: Optional[Language], component: object, name: str) -> bool:
-    """Warn (`ArboWarning`) that `component` of `nlp`, which got docs without mentions, has no
-    component before it that finds any; whether it warned."""
+def finds_no_mentions_before(nlp: Optional[Language], component: object) -> bool:
+    """Whether `component` is in `nlp` with no component before it that finds mentions."""
     if nlp is None or not any(proc is component for _, proc in nlp.pipeline):
         return False
-    before = [name for name, _ in neighbours(nlp, component)[0]]
-    if set(before) & set(mention_finders(nlp)):
-        return False
-    warnings.warn(f"{name}: no component before it finds mentions, so it links none (doc.ents is empty); put "
-                  "a recognizer first (python -m spacy_arbo add-ner, or add-kb-finder for the KB's names), or "
-                  "give it docs whose doc.ents are set.", ArboWarning, stacklevel=3)
-    return True
+    return not {name for name, _ in neighbours(nlp, component)[0]} & set(mention_finders(nlp))
 
 
 class NoMentionFinderWarning:
-    """`warn_without_mention_finder` once per component, for a batch in which no doc has a
-    mention, outside `Language.evaluate` and `Language.update`: `spacy train` of a linker-only
-    pipeline (and `nlp.evaluate`) pipes the bare dev docs first, and the linker's scorer puts the
-    gold mentions on them after; a frozen linker in `annotating_components` (the reranker's
-    training) is piped the bare training docs, and the component after it reads the gold ones."""
+    """A linker's warning that no component before it finds mentions, decided once, from what the
+    pipeline declares, where the linker is made ready. At `initialize` it is given at once, unless
+    the examples carry gold mentions (`spacy train` trains and scores the linker on them, and pipes
+    it the bare dev docs before its scorer puts them on): `nlp.evaluate` and a frozen linker in
+    `annotating_components` then pipe bare docs unwarned. A loaded linker cannot tell who will run
+    it (spacy_arbo's commands give it gold mentions, `spacy apply` raw text): it warns at the first
+    batch in which no doc has a mention."""
 
     def __init__(self) -> None:
-        self.warned = False
+        self.pending = False
 
-    def check(self, nlp: Optional[Language], component: object, name: str, docs: Iterable[Doc]) -> List[Doc]:
-        """The docs, as a list, warned of when none has a mention."""
+    def initialized(self, nlp: Optional[Language], component: object, name: str, examples: Sequence[Example]) -> None:
+        self.pending = False
+        if finds_no_mentions_before(nlp, component) and not any(eg.reference.ents for eg in examples):
+            _warn(name)
+
+    def loaded(self, nlp: Optional[Language], component: object) -> None:
+        self.pending = finds_no_mentions_before(nlp, component)
+
+    def check(self, name: str, docs: Iterable[Doc]) -> List[Doc]:
+        """The docs, as a list; warned of when they are the first batch since loading with no mention."""
         docs = list(docs)
-        if docs and not self.warned and not any(doc.ents for doc in docs) and not _inside_training_or_evaluation():
-            self.warned = warn_without_mention_finder(nlp, component, name)
+        if self.pending and docs and not any(doc.ents for doc in docs):
+            self.pending = False
+            _warn(name)
         return docs
 
 
-_TRAINING_AND_EVALUATION = (Language.evaluate.__code__, Language.update.__code__)
-
-
-def _inside_training_or_evaluation() -> bool:
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code in _TRAINING_AND_EVALUATION:
-            return True
-        frame = frame.f_back
-    return False
+def _warn(name: str) -> None:
+    warnings.warn(f"{name}: no component before it finds mentions, so it links none (doc.ents is empty); put "
+                  "a recognizer first (python -m spacy_arbo add-ner, or add-kb-finder for the KB's names), or "
+                  "give it docs whose doc.ents are set.", ArboWarning, stacklevel=3)

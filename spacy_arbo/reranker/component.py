@@ -22,7 +22,7 @@ from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
 from ..pipeline.gold_ents import with_gold_mentions
-from ..pipeline.links import CANDIDATES, best_above, write_link
+from ..pipeline.links import CANDIDATES, best_above, install_extensions, write_link
 from ..pipeline.neighbours import neighbours
 from ..scoring import gold_ids
 from ..torch_model import get_module
@@ -103,6 +103,7 @@ class RerankerSettings(PairText):
                                             ("scorer", Optional[Callable])])
 def make_multi_cross_reranker(nlp: Language, name: str, model: Model, scorer: Optional[Callable],
                               **settings: Any) -> "MultiCrossReranker":
+    install_extensions()
     return MultiCrossReranker(nlp.vocab, model, name, nlp=nlp, scorer=scorer, settings=RerankerSettings(**settings))
 
 
@@ -244,7 +245,7 @@ class MultiCrossReranker(ConfiguredPipe):
     def set_annotations(self, docs: Iterable[Doc], ranked_per_doc: List[List[Ranked]]) -> None:
         for doc, ranked_per_ent in zip(docs, ranked_per_doc):
             for ent, ranked in zip(doc.ents, ranked_per_ent):
-                if ent.has_extension("arbo_parts") and ent._.arbo_parts:
+                if ent._.arbo_parts:
                     # A composite mention the linker split keeps its per-part ids.
                     ent._.kb_candidates = ranked
                 else:

@@ -1,7 +1,10 @@
 import pytest
 import spacy
 import srsly
+from spacy.training import Example
+from thinc.api import Adam
 
+from spacy_arbo.confidence import label_free
 from spacy_arbo.tuning.confidence_calibration import calibrate_pipeline
 from spacy_arbo.kb.entities import NIL
 from spacy_arbo.util import ArboError
@@ -45,16 +48,69 @@ def test_confidence_round_trips(toy_kb_dir, tmp_path):
     assert confidences(again.pipe(toy_inputs(again))) == before
 
 
-def test_confidence_is_fitted_again_for_other_scoring_settings(toy_kb_dir):
+def counted_fits(monkeypatch):
+    """How many label-free fits run from now on."""
+    fits = []
+    fit = label_free.label_free_calibration
+    monkeypatch.setattr(label_free, "label_free_calibration", lambda *a, **k: fits.append(1) or fit(*a, **k))
+    return fits
+
+
+def test_confidence_is_fitted_again_where_a_scoring_setting_changes(toy_kb_dir, monkeypatch):
     nlp = make_nlp(toy_kb_dir)
     linker = nlp.get_pipe("arbo_linker")
     fitted_for = linker.confidence.fitted_for
+    fits = counted_fits(monkeypatch)
     linker.configure(threshold=0.1)  # changes no score
-    list(nlp.pipe(toy_inputs(nlp)))
-    assert linker.confidence.fitted_for == fitted_for
+    assert linker.confidence.fitted_for == fitted_for and fits == []
     linker.configure(top_k=2)
+    assert fitted_for != linker.confidence.fitted_for == linker.confidence_key() and fits == [1]
     list(nlp.pipe(toy_inputs(nlp)))
-    assert fitted_for != linker.confidence.fitted_for == linker.confidence_key()
+    assert fits == [1]
+
+
+def test_training_fits_the_confidence_when_it_saves_never_while_piping(toy_kb_dir, tmp_path, monkeypatch):
+    """spaCy scores dev docs between updates, under the parameter averages: a fit there would
+    link the KB's names at every evaluation, and in the middle of `nlp.pipe`."""
+    nlp = make_nlp(toy_kb_dir)
+    linker = nlp.get_pipe("arbo_linker")
+    before = confidences(nlp.pipe(toy_inputs(nlp)))
+    nlp.update([Example(nlp.make_doc(doc.text), doc) for doc in gold(nlp)], sgd=Adam(0.01))
+    assert linker.confidence.fitted_for != linker.confidence_key()  # the weights moved
+    fits = counted_fits(monkeypatch)
+    # Linked with the new weights, rated with the calibration of the old ones.
+    assert [c for _, _, c in confidences(nlp.pipe(toy_inputs(nlp)))] != [c for _, _, c in before]
+    assert fits == []
+    nlp.to_disk(tmp_path / "p")  # linking refreshed the index, as scoring does before spacy train saves
+    assert fits == [1] and linker.confidence.fitted_for == linker.confidence_key()
+
+
+def test_a_loaded_pipeline_keeps_its_saved_calibration(toy_kb_dir, tmp_path, monkeypatch):
+    nlp = make_nlp(toy_kb_dir)
+    nlp.to_disk(tmp_path / "p")
+    fits = counted_fits(monkeypatch)
+    loaded = spacy.load(tmp_path / "p")
+    linker = loaded.get_pipe("arbo_linker")
+    assert linker.confidence.calibration == nlp.get_pipe("arbo_linker").confidence.calibration
+    assert linker.confidence.fitted_for == linker.confidence_key()
+    list(loaded.pipe(toy_inputs(loaded)))
+    linker.configure(threshold=0.5)
+    loaded.to_disk(tmp_path / "again")
+    assert fits == []
+
+
+def test_saving_behind_a_stale_index_keeps_the_calibration_and_encodes_nothing(toy_kb_dir, tmp_path, monkeypatch):
+    """Saving never encodes the KB; fitting would, behind an index that lags the weights."""
+    nlp = make_nlp(toy_kb_dir)
+    linker = nlp.get_pipe("arbo_linker")
+    calibration = linker.confidence.calibration
+    nlp.update([Example(nlp.make_doc(doc.text), doc) for doc in gold(nlp)], sgd=Adam(0.01))
+    fits = counted_fits(monkeypatch)
+    nlp.to_disk(tmp_path / "stale")
+    assert fits == [] and not linker.index_is_current() and linker.confidence.calibration is calibration
+    linker.ensure_fresh()
+    nlp.to_disk(tmp_path / "fresh")
+    assert fits == [1] and linker.confidence.fitted_for == linker.confidence_key()
 
 
 def gold(nlp):
@@ -140,6 +196,7 @@ def test_label_free_confidence_gives_what_a_link_memory_remembers_no_weight(toy_
     nlp = make_nlp(toy_kb_dir)
     nlp.add_pipe("link_memory", last=True).add(gold(nlp))
     linker = nlp.get_pipe("arbo_linker")
-    linker.confidence.fit(linker)
+    linker.configure(top_k=3)  # fitted again, with the memory after the linker
+    assert linker.confidence.fitted_for == linker.confidence_key()
     weights = linker.confidence.calibration.weights
     assert weights[FEATURES.index("remembered")] == 0.0 and weights[FEATURES.index("top_score")] != 0.0
