@@ -21,7 +21,7 @@ from spacy.training import Example, validate_examples
 from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
-from ..component_settings import CFG, check_at_least, config_checked, store_in_config, write_cfg
+from ..component_settings import CFG, check_at_least, config_checked, read_cfg, store_in_config, write_cfg
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
@@ -239,6 +239,7 @@ class LinkMemory(Pipe):
         if not file.exists():
             raise ArboError(f"{file} is missing: the pipeline's {self.name} was not saved whole.")
         self._load_payload(read_json(file), str(file))
+        read_cfg(Path(path) / CFG)  # checked, not applied: spacy.load made the memory from its config.cfg
         self.kb_version = read_version(Path(path))
         return self
 

@@ -23,7 +23,7 @@ from .linker_settings import LinkerSettings
 if TYPE_CHECKING:
     from ..retrieval.retriever import EntityRetriever
     from .encoding import LinkerEncoder
-    from .link_confidence import LabelFreeConfidence
+    from ..confidence.label_free import LabelFreeConfidence
     from .mention_inputs import MentionReader
     from .retriever_training import RetrieverTraining
 
@@ -31,7 +31,7 @@ logger = logging.getLogger("spacy_arbo")
 # What the weights file holds for weights never built (a TF-IDF linker's encoder), so that a
 # missing file can only mean a pipeline copied without its weights.
 UNBUILT = b"spacy-arbo: weights never built\n"
-# The label-free confidence calibration (`link_confidence.LabelFreeConfidence`), msgpack.
+# The label-free confidence calibration (`confidence.label_free.LabelFreeConfidence`), msgpack.
 CONFIDENCE_FILE = "confidence"
 
 

@@ -17,7 +17,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, torch2xp, xp2torch
 
 from ..component_settings import (CFG, check_at_least, check_choice, check_types, setting_defaults,
-                                  with_setting_parameters, write_cfg)
+                                  with_setting_parameters, read_cfg, write_cfg)
 from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
 from ..pipeline.configured_pipe import ConfiguredPipe
@@ -368,6 +368,7 @@ class MultiCrossReranker(ConfiguredPipe):
     def from_disk(self, path, *, exclude: Iterable[str] = SimpleFrozenList()) -> "MultiCrossReranker":
         path = Path(path)
         deserializers = {
+            CFG: read_cfg,  # checked, not applied: spacy.load made the reranker from its config.cfg
             "model": lambda p: self.model.from_disk(p),
             "kb": lambda p: self._load_kb(open_store(p)) if p.exists() else None,
         }

@@ -162,6 +162,7 @@ def test_a_damaged_calibration_is_named(toy_kb_dir, tmp_path):
 def test_a_pipeline_saved_before_confidence_loads_without_it(toy_kb_dir, tmp_path):
     nlp = make_nlp(toy_kb_dir, confidence=False)
     nlp.to_disk(tmp_path / "p")
+    (tmp_path / "p" / "arbo_linker" / "cfg").unlink()  # saved before linkers had a cfg, too
     config = (tmp_path / "p" / "config.cfg").read_text(encoding="utf8")
     (tmp_path / "p" / "config.cfg").write_text(config.replace("confidence = false\n", ""), encoding="utf8")
     loaded = spacy.load(tmp_path / "p")
