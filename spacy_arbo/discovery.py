@@ -16,6 +16,7 @@ from .linking.clustering import adjusted_rand_index
 from .pipeline.arbo_linker import ArboLinker, arbo_linkers
 from .pipeline.gold_ents import strip_links
 from .pipeline.mention_finders import mention_finders
+from .scoring import is_link
 from .util import ArboError
 
 # The cut for a pipeline whose min_similarity is null: measured with the offline MiniLM on NCBI
@@ -124,7 +125,7 @@ def _outside_kb(gold_id: str, kb: BaseEntityStore) -> bool:
 
 def _ari(pairs: Iterable[Tuple[str, int]]) -> Optional[float]:
     """ARI over the pairs whose gold names an entity (NIL mentions may be of any): None without one."""
-    known = [(g, c) for g, c in pairs if g and g != NIL]
+    known = [(g, c) for g, c in pairs if is_link(g)]
     return adjusted_rand_index(*zip(*known)) if known else None
 
 
