@@ -49,7 +49,7 @@ def build(n: int, root: Path) -> Dict[str, Any]:
 
     from spacy_arbo.kb.disk_store import DiskEntityStore
     from spacy_arbo.kb.store import EntityStore
-    from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS
+    from spacy_arbo.pipeline.linker.earlier_defaults import EARLIER_DEFAULTS
 
     began = time.perf_counter()
     DiskEntityStore.write(entities(n), root / "kb", source="synthetic")

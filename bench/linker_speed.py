@@ -18,9 +18,9 @@ import spacy
 from spacy.training import Example
 
 from spacy_arbo.corpora import convert_corpus
-from spacy_arbo.pipeline.gold_ents import strip_links
+from spacy_arbo.pipeline.common.gold_ents import strip_links
 from spacy_arbo.kb.readers import read_kb
-from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS  # the linker these systems vary
+from spacy_arbo.pipeline.linker.earlier_defaults import EARLIER_DEFAULTS  # the linker these systems vary
 from spacy_arbo.scoring import mention_outcomes, recall_at_k
 
 SYSTEMS = {

@@ -14,8 +14,8 @@ from .kb.entities import NIL, split_ids
 from .kb.store import BaseEntityStore
 from .linking.clustering import adjusted_rand_index
 from .pipeline.arbo_linker import ArboLinker, arbo_linkers
-from .pipeline.gold_ents import strip_links
-from .pipeline.mention_finders import mention_finders
+from .pipeline.common.gold_ents import strip_links
+from .pipeline.common.mention_finders import mention_finders
 from .scoring import is_link
 from .util import ArboError
 

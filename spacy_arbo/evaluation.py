@@ -10,9 +10,9 @@ from spacy.training import Example
 from .confidence.metrics import confidence_metrics
 from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
-from .pipeline.gold_ents import strip_links
-from .pipeline.mention_finders import mention_finders
-from .pipeline.neighbours import pipe_through
+from .pipeline.common.gold_ents import strip_links
+from .pipeline.common.mention_finders import mention_finders
+from .pipeline.common.neighbours import pipe_through
 from .scoring import (RECALL_KS, Link, MentionOutcome, accuracy, credited_links, end_to_end_prf, gold_ids, is_link,
                       link_is_right, link_prf, mention_outcomes, nil_prf, recall_at_k, scored_pairs)
 from .util import ArboError

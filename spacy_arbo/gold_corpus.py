@@ -14,7 +14,7 @@ from spacy.tokens import Doc
 from .corpora import read_docbin
 from .kb.entities import NIL, split_ids
 from .kb.store import BaseEntityStore
-from .pipeline.kb_versions import pipeline_kb
+from .pipeline.common.kb_versions import pipeline_kb
 from .util import ArboError, ArboWarning, PathLike
 
 # Under this share of its distinct gold ids in the KB, a corpus is taken to be of another KB:

@@ -10,7 +10,7 @@ from spacy.language import Language
 from thinc.api import Config
 
 from .component_settings import config_error_line
-from .pipeline.kb_versions import check_kb_versions
+from .pipeline.common.kb_versions import check_kb_versions
 from .util import ArboError, PathLike, read_json, read_msgpack
 
 

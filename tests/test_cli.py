@@ -507,7 +507,7 @@ def test_tune_threshold_end_to_end_sends_a_false_mention_to_nil(linked, capsys, 
     runs at every threshold but encodes each mention it reads once."""
     import spacy
 
-    import spacy_arbo.pipeline.encoding as encoding_module
+    import spacy_arbo.encoders.linker_encoder as encoding_module
 
     encoded = []
 

@@ -20,7 +20,7 @@ import spacy
 
 from spacy_arbo.kb.disk_store import DiskEntityStore
 from spacy_arbo.kb.entities import Entity
-from spacy_arbo.pipeline.spacy_kb_export import spacy_kb_from_linker
+from spacy_arbo.pipeline.linker.spacy_kb_export import spacy_kb_from_linker
 from spacy_arbo.retrieval.spacy_kb import ArboKnowledgeBase
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.util import ArboError

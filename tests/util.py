@@ -4,7 +4,7 @@ import builtins
 import spacy
 import torch
 
-from spacy_arbo.pipeline.gold_ents import strip_links
+from spacy_arbo.pipeline.common.gold_ents import strip_links
 
 
 CTD_HEADER = ("# Fields:\n# DiseaseName\tDiseaseID\tAltDiseaseIDs\tDefinition\tParentIDs\tTreeNumbers\t"

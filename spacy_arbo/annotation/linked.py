@@ -8,7 +8,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from ..kb.entities import NIL, split_ids
-from ..pipeline.kb_versions import pipeline_kb
+from ..pipeline.common.kb_versions import pipeline_kb
 from ..util import ArboError
 from .records import Record
 from .shards import RunRefused

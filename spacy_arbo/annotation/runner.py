@@ -14,7 +14,7 @@ from spacy.tokens import Doc
 from tqdm import tqdm
 
 from ..kb.entities import NIL
-from ..pipeline.mention_finders import mention_finders
+from ..pipeline.common.mention_finders import mention_finders
 from ..pipeline_loading import load_pipeline
 from ..retrieval.sharded_encoding import import_ray
 from ..util import ArboError, PathLike

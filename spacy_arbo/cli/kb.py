@@ -93,7 +93,7 @@ def kb_update_command(args: argparse.Namespace) -> None:
     pipeline is written anew (temp path, then rename), so an interrupted update leaves the old one."""
     from ..kb.readers import read_kb
     from ..kb.updates import align_ids
-    from ..pipeline.kb_versions import follow_kb, kb_holders
+    from ..pipeline.common.kb_versions import follow_kb, kb_holders
     from ._pipelines import linker_component, load_pipeline, write_pipeline
 
     nlp = load_pipeline(args.pipeline)
@@ -119,7 +119,7 @@ def kb_update_command(args: argparse.Namespace) -> None:
 
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:
-    from ..pipeline.spacy_kb_export import spacy_kb_from_linker
+    from ..pipeline.linker.spacy_kb_export import spacy_kb_from_linker
     from ._pipelines import linker_component, load_pipeline
 
     linker = linker_component(load_pipeline(args.pipeline), args.component, args.pipeline)

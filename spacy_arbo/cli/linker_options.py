@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import srsly
 
-from ..pipeline.linker_settings import LinkerSettings
+from ..pipeline.linker.linker_settings import LinkerSettings
 from ..util import ArboError, PathLike
 
 if TYPE_CHECKING:  # spaCy and the linker are imported by the functions that use them, not by the parser

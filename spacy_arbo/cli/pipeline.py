@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 from ..encoders.precision_names import PRECISIONS
 from ..kb.entities import common_type
-from ..pipeline.kb_finder_settings import DEFAULT_LABEL, MODES
+from ..pipeline.common.kb_finder_settings import DEFAULT_LABEL, MODES
 from ..util import ArboError
 from ._util import add_gpu_option
 from .linker_options import add_setting_arguments, configured_pipeline
@@ -72,7 +72,7 @@ def add_recognizer(nlp: "Language", recognizer: "Language", consistency: bool = 
     """Put `recognizer`'s 'ner', and the components before it that it reads, first in `nlp`, and a `mention_consistency` after
     it unless `consistency` is off; the linking components then read the mentions found, in
     evaluation (spacy evaluate) too, instead of the gold ones."""
-    from ..pipeline.kb_versions import check_kb_versions
+    from ..pipeline.common.kb_versions import check_kb_versions
 
     if "ner" not in recognizer.pipe_names:
         raise ArboError(f"The recognizer pipeline has no component named 'ner' (it has {', '.join(recognizer.pipe_names)}).")
@@ -97,8 +97,8 @@ def add_kb_finder(nlp: "Language", kb: Optional["BaseEntityStore"] = None, mode:
     The mentions' label is `label`, else the KB's `common_type`, else `DEFAULT_LABEL`: a
     chemical KB's names are not diseases. Returns what the label is and why."""
     from ..pipeline.arbo_linker import arbo_linkers
-    from ..pipeline.kb_versions import kb_version, pipeline_kb
-    from ..pipeline.mention_finders import mention_finders
+    from ..pipeline.common.kb_versions import kb_version, pipeline_kb
+    from ..pipeline.common.mention_finders import mention_finders
 
     linking = pipeline_kb(nlp) if arbo_linkers(nlp) else None
     if linking is None:
@@ -141,7 +141,7 @@ def finder_label(kb: "BaseEntityStore", label: Optional[str]) -> Tuple[str, str]
 
 
 def use_found_mentions(nlp: "Language") -> None:
-    from ..pipeline.configured_pipe import ConfiguredPipe
+    from ..pipeline.common.configured_pipe import ConfiguredPipe
 
     for _, proc in nlp.components:
         if isinstance(proc, ConfiguredPipe) and "use_gold_ents" in proc.cfg:

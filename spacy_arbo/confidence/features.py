@@ -11,8 +11,8 @@ from spacy.language import Language
 from spacy.tokens import Span
 
 from ..kb.entities import NIL
+from ..pipeline.common.links import read_kb_id
 from ..pipeline.link_memory import LinkMemory, memory_key
-from ..pipeline.links import read_kb_id
 
 
 # One column per feature, in this order; a saved calibration records the names it was fitted on.

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, Tuple, TypeVar
 
 from ..util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
-from .entities import Entity, normalize_id
 from .disk_store import DiskEntityStore
+from .entities import Entity, normalize_id
 from .formats import KB_FORMATS
 from .store import BaseEntityStore, DuplicateIdError, EntityStore
 

@@ -19,6 +19,8 @@ from thinc.api import Model, Optimizer
 
 from ..component_settings import setting_defaults, with_setting_parameters
 from ..confidence.label_free import LabelFreeConfidence, NameLinking
+from ..encoders.knowledge_units import KnowledgeUnits
+from ..encoders.linker_encoder import LinkerEncoder
 from ..encoders.templates import EntityInput, MentionInput, Triplet
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
@@ -28,20 +30,18 @@ from ..retrieval.retriever import EntityRetriever
 from ..torch_model import get_module, is_built
 from ..training.mentions import TrainingMentions
 from ..training.objectives import Objective
+from ..training.retriever_training import RetrieverTraining
 from ..util import ArboError, PathLike
-from . import linker_files
-from .composites import composite_parts
-from .configured_pipe import ConfiguredPipe
-from .encoding import LinkerEncoder
-from .exact_names import ExactNames, known_links
-from .gold_ents import with_gold_mentions
-from .knowledge_units import KnowledgeUnits
-from .link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
-from .links import install_extensions
-from .linker_settings import DEFAULT_MODEL, LinkerSettings
-from .mention_finders import NoMentionFinderWarning
-from .mention_inputs import MentionReader
-from .retriever_training import RetrieverTraining
+from .common.configured_pipe import ConfiguredPipe
+from .common.gold_ents import with_gold_mentions
+from .common.links import install_extensions
+from .common.mention_finders import NoMentionFinderWarning
+from .linker import linker_files
+from .linker.composites import composite_parts
+from .linker.exact_names import ExactNames, known_links
+from .linker.link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
+from .linker.linker_settings import DEFAULT_MODEL, LinkerSettings
+from .linker.mention_inputs import MentionReader
 
 
 @Language.factory(

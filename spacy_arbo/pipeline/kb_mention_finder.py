@@ -30,9 +30,9 @@ from ..component_settings import check_at_least, check_choice, config_checked
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
-from .abbreviations import LongForms, short_form_spans
-from .kb_finder_settings import DEFAULT_LABEL, MODES
-from .kb_versions import check_kb_version, kb_version, read_version, write_version
+from .common.abbreviations import LongForms, short_form_spans
+from .common.kb_finder_settings import DEFAULT_LABEL, MODES
+from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
 
 NAMES_FILE = "names.json"
 # Names longer than this many tokens are descriptions, not something a text writes.

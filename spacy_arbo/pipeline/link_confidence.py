@@ -21,9 +21,9 @@ from ..confidence.label_free import label_free_calibration
 from ..kb.entities import NIL
 from ..retrieval.retriever import EntityRetriever
 from ..util import ArboError, atomic_path, read_msgpack
-from .links import install_extensions, read_kb_id, write_kb_id
-from .mention_finders import mention_finders
-from .neighbours import neighbours, pipe_through
+from .common.links import install_extensions, read_kb_id, write_kb_id
+from .common.mention_finders import mention_finders
+from .common.neighbours import neighbours, pipe_through
 
 # msgpack: JSON would round the weights, and a loaded pipeline would not repeat its confidences.
 CALIBRATION_FILE = "calibration"

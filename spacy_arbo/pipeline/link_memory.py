@@ -25,9 +25,9 @@ from ..component_settings import CFG, check_at_least, config_checked, read_cfg, 
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json
-from .kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
-from .links import install_extensions, write_kb_id
-from .neighbours import neighbours
+from .common.kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
+from .common.links import install_extensions, write_kb_id
+from .common.neighbours import neighbours
 
 MEMORY_FILE = "memory.json"
 _NON_WORD = re.compile(r"\W+")

@@ -23,7 +23,7 @@ from spacy.vocab import Vocab
 
 from ..component_settings import config_checked
 from ..util import ArboError
-from .abbreviations import LongForms, short_form_spans, word_occurrences
+from .common.abbreviations import LongForms, short_form_spans, word_occurrences
 
 
 class MentionConsistency:

@@ -20,10 +20,10 @@ from ..component_settings import (CFG, check_at_least, check_choice, check_types
                                   with_setting_parameters, read_cfg, write_cfg)
 from ..encoders.precision import PRECISIONS, resolve_precision
 from ..kb.store import BaseEntityStore, EntityStore, open_store
-from ..pipeline.configured_pipe import ConfiguredPipe
-from ..pipeline.gold_ents import with_gold_mentions
-from ..pipeline.links import CANDIDATES, best_above, install_extensions, write_link
-from ..pipeline.neighbours import neighbours
+from ..pipeline.common.configured_pipe import ConfiguredPipe
+from ..pipeline.common.gold_ents import with_gold_mentions
+from ..pipeline.common.links import CANDIDATES, best_above, install_extensions, write_link
+from ..pipeline.common.neighbours import neighbours
 from ..scoring import gold_ids
 from ..torch_model import get_module
 from ..util import ArboError

@@ -13,7 +13,7 @@ from spacy.vocab import Vocab
 
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
-from ..pipeline.abbreviations import LongForms, SpelledOut
+from ..pipeline.common.abbreviations import LongForms, SpelledOut
 from ..util import ArboError
 from .packing import Mention, Pair, Pass, Sentence, Specials, pack
 

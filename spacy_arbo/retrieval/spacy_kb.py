@@ -5,7 +5,7 @@ spaCy's linker asks its KB for candidates per mention and compares a context vec
 each candidate's entity vector. Here candidates come from the TF-IDF alias index (prior =
 the cosine of the entity's best alias, as scispacy scores it) and entity vectors from any
 (n_entities, width) array, usually the entity vectors of a trained `arbo_linker`
-(`spacy_arbo.pipeline.spacy_kb_export.spacy_kb_from_linker`).
+(`spacy_arbo.pipeline.linker.spacy_kb_export.spacy_kb_from_linker`).
 """
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional, Sequence

@@ -15,7 +15,7 @@ from spacy.tokens import Doc, Span
 from spacy_arbo.discovery import discover_entities
 from spacy_arbo.kb.entities import NIL, Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.pipeline.exact_names import WORDLESS
+from spacy_arbo.pipeline.linker.exact_names import WORDLESS
 
 from ..conftest import TOY_ENTITIES
 from ..util import make_nlp

@@ -1,7 +1,7 @@
 import pytest
 import spacy
 
-from spacy_arbo.pipeline.abbreviations import LongForms, corpus_long_forms
+from spacy_arbo.pipeline.common.abbreviations import LongForms, corpus_long_forms
 from spacy_arbo.util import ArboError
 
 from ..conftest import make_doc

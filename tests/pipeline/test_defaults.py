@@ -7,8 +7,8 @@ import srsly
 from thinc.api import Config
 
 from spacy_arbo.component_settings import CFG
-from spacy_arbo.pipeline.earlier_defaults import EARLIER_DEFAULTS, names_in_config_beside, settings_saved_without
-from spacy_arbo.pipeline.linker_settings import LinkerSettings
+from spacy_arbo.pipeline.linker.earlier_defaults import EARLIER_DEFAULTS, names_in_config_beside, settings_saved_without
+from spacy_arbo.pipeline.linker.linker_settings import LinkerSettings
 
 from ..conftest import make_doc
 from ..util import DENSE_LINKER, hashed_model, make_nlp

@@ -5,7 +5,7 @@ from spacy.tokens import Span
 
 from spacy_arbo.kb.entities import NIL
 from spacy_arbo.pipeline.kb_mention_finder import drop_unlinked_proposals, last_word_forms, name_variants
-from spacy_arbo.pipeline.mention_finders import mention_finders
+from spacy_arbo.pipeline.common.mention_finders import mention_finders
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc

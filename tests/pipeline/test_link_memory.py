@@ -5,7 +5,7 @@ import spacy
 from spacy.training import Example
 
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.pipeline.kb_versions import kb_version
+from spacy_arbo.pipeline.common.kb_versions import kb_version
 from spacy_arbo.pipeline.link_memory import LinkMemory, fold_plurals, memory_key, unknown_ids
 from spacy_arbo.tuning.memory_settings import tune_link_memory
 from spacy_arbo.util import ArboError

@@ -7,7 +7,7 @@ import spacy
 import srsly
 
 from spacy_arbo.component_settings import CFG
-from spacy_arbo.pipeline.gold_ents import strip_links
+from spacy_arbo.pipeline.common.gold_ents import strip_links
 from tests.conftest import TOY_TEXTS, make_doc
 from tests.fixtures.make_saved_pipelines import MODEL, VARIANTS, describe
 

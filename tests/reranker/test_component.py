@@ -7,7 +7,7 @@ import torch
 from spacy.training import Example
 from thinc.api import Adam
 
-from spacy_arbo.pipeline.gold_ents import strip_links
+from spacy_arbo.pipeline.common.gold_ents import strip_links
 from spacy_arbo.kb.entities import NIL, Entity
 from spacy_arbo.kb.store import EntityStore
 from scipy.special import expit

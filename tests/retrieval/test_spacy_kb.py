@@ -5,7 +5,7 @@ import spacy
 from spacy.training import Example
 from spacy.util import fix_random_seed
 
-from spacy_arbo.pipeline.spacy_kb_export import spacy_kb_from_linker
+from spacy_arbo.pipeline.linker.spacy_kb_export import spacy_kb_from_linker
 from spacy_arbo.retrieval.spacy_kb import ArboKnowledgeBase
 from spacy_arbo.util import ArboError
 

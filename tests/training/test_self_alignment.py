@@ -242,7 +242,7 @@ def test_the_frozen_recipes_entity_tower_reads_the_aligned_encoder_too():
 def test_corpus_long_forms_read_text_only(toy_docs):
     """The recipe learns corpus long forms (`evaluate --long-forms-from`) from the corpora's
     raw text: what their labels say changes nothing."""
-    from spacy_arbo.pipeline.abbreviations import LongForms, corpus_long_forms
+    from spacy_arbo.pipeline.common.abbreviations import LongForms, corpus_long_forms
 
     nlp = spacy.blank("en")
     unlabelled = [nlp.make_doc(doc.text) for doc in toy_docs]

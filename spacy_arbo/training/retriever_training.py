@@ -13,13 +13,13 @@ import torch
 from spacy.tokens import Doc, Span
 from spacy.training import Example
 
+from ..encoders.linker_encoder import LinkerEncoder
 from ..encoders.templates import MentionInput
 from ..kb.entities import NIL
 from ..retrieval.retriever import EntityRetriever
-from ..training.mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
-from ..training.objectives import Objective, TrainingState
 from ..util import ArboError
-from .encoding import LinkerEncoder
+from .mentions import TrainingBatch, TrainingMentions, gold_row, mention_key
+from .objectives import Objective, TrainingState
 
 logger = logging.getLogger("spacy_arbo")
 

@@ -3,9 +3,9 @@ the gold doc left as it was."""
 import spacy
 from spacy.training import Example
 
-from spacy_arbo.pipeline.gold_ents import strip_links, with_gold_mentions
+from spacy_arbo.pipeline.common.gold_ents import strip_links, with_gold_mentions
 
-from ..conftest import TOY_TEXTS, make_doc
+from ...conftest import TOY_TEXTS, make_doc
 
 
 def test_strip_links_keeps_mentions_and_drops_ids():

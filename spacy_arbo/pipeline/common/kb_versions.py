@@ -11,8 +11,8 @@ from typing import Any, List, Optional, Protocol, Tuple, runtime_checkable
 import srsly
 from spacy.language import Language
 
-from ..kb.store import BaseEntityStore
-from ..util import ArboError, atomic_path, read_json
+from ...kb.store import BaseEntityStore
+from ...util import ArboError, atomic_path, read_json
 
 VERSION_FILE = "kb_version.json"
 # How many characters of the fingerprint name a version in messages and files.

@@ -14,9 +14,9 @@ from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
 from ..component_settings import check_at_least, check_choice
-from ..encoders.templates import Triplet
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
+from .templates import Triplet
 
 MentionUnits = Callable[[Span], List[Triplet]]
 EntityUnits = Callable[[Entity, BaseEntityStore], List[Triplet]]

@@ -7,11 +7,11 @@ from typing import List, Optional
 import srsly
 from confection import Config
 
-from ..component_settings import check_at_least, check_choice
-from ..encoders.precision_names import PRECISIONS
-from ..linking.graph_kinds import GRAPHS
-from ..retrieval.retrieval_settings import RetrievalSettings
-from ..util import ArboError
+from ...component_settings import check_at_least, check_choice
+from ...encoders.precision_names import PRECISIONS
+from ...linking.graph_kinds import GRAPHS
+from ...retrieval.retrieval_settings import RetrievalSettings
+from ...util import ArboError
 
 LINKINGS = ("independent", "clustering")
 # Settings that change no candidate's score.

@@ -11,9 +11,9 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model
 
-from ..component_settings import replace_settings, store_in_config
-from ..kb.store import BaseEntityStore
-from ..util import ArboError
+from ...component_settings import replace_settings, store_in_config
+from ...kb.store import BaseEntityStore
+from ...util import ArboError
 
 
 class ConfiguredPipe(TrainablePipe):

@@ -1,12 +1,12 @@
 """The span extensions the components write: installed by one `install_extensions()`, at import
-of `pipeline/links.py` and by each factory of a component that writes them."""
+of `pipeline/common/links.py` and by each factory of a component that writes them."""
 import pytest
 import spacy
 from spacy.tokens import Span
 
-from spacy_arbo.pipeline.links import SPAN_EXTENSIONS, install_extensions
+from spacy_arbo.pipeline.common.links import SPAN_EXTENSIONS, install_extensions
 
-from ..util import hashed_model
+from ...util import hashed_model
 
 
 def test_every_extension_is_installed_on_import():

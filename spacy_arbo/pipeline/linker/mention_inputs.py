@@ -10,12 +10,12 @@ import srsly
 from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
-from ..encoders.templates import MentionInput, Triplet, mention_input
-from ..kb.entities import NIL, Entity
-from ..kb.store import BaseEntityStore
-from ..util import ArboError, atomic_path, read_json
-from .abbreviations import LongForms, SpelledOut, corpus_long_forms
-from .knowledge_units import KnowledgeUnits
+from ...encoders.knowledge_units import KnowledgeUnits
+from ...encoders.templates import MentionInput, Triplet, mention_input
+from ...kb.entities import NIL, Entity
+from ...kb.store import BaseEntityStore
+from ...util import ArboError, atomic_path, read_json
+from ..common.abbreviations import LongForms, SpelledOut, corpus_long_forms
 
 
 class MentionReader:

@@ -2,7 +2,7 @@ import re
 
 import spacy
 
-from spacy_arbo.pipeline.abbreviations import LongForms, SpelledOut, parenthesized_definitions
+from spacy_arbo.pipeline.common.abbreviations import LongForms, SpelledOut, parenthesized_definitions
 
 # NCBI Disease test (PMID 10071185): spaCy splits "T-PLL" at its hyphen, which scispacy's
 # detector alone never reads as a short form.

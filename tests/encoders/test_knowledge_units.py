@@ -5,7 +5,7 @@ from spacy.tokens import Doc, Span
 
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.pipeline.knowledge_units import first_clause, make_context_triplets, make_kb_triplets
+from spacy_arbo.encoders.knowledge_units import first_clause, make_context_triplets, make_kb_triplets
 from spacy_arbo.util import ArboError
 
 from ..conftest import make_doc

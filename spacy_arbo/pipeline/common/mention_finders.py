@@ -8,7 +8,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from ..util import ArboWarning
+from ...util import ArboWarning
 from .neighbours import neighbours
 
 MENTIONS = "doc.ents"

@@ -4,11 +4,11 @@ other texts, what a link memory remembers and mentions whose candidates a rerank
 from spacy_arbo.cli.linker_options import apply_settings
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.pipeline.exact_names import candidates_read_after
+from spacy_arbo.pipeline.linker.exact_names import candidates_read_after
 
-from ..conftest import make_doc
-from ..util import make_nlp, make_two_stage_nlp, unlinked
-from .test_memory_first import recorded_mentions
+from ...conftest import make_doc
+from ...util import make_nlp, make_two_stage_nlp, unlinked
+from ..test_memory_first import recorded_mentions
 
 WILSON, DIABETES, COLORECTAL = "MESH:D006527", "MESH:D003920", "MESH:D015179"
 TEXT = "WILSON-DISEASE, then WD, colon cancer and sugar trouble."

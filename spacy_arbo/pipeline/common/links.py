@@ -5,8 +5,8 @@ from typing import Optional
 
 from spacy.tokens import Span
 
-from ..kb.entities import NIL
-from ..retrieval.candidates import Candidates
+from ...kb.entities import NIL
+from ...retrieval.candidates import Candidates
 
 # What a component that reads a linker's ranked candidates lists in its factory's `requires`.
 CANDIDATES = "span._.kb_candidates"

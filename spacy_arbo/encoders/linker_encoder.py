@@ -13,12 +13,12 @@ from typing import Callable, Dict, Iterator, Optional, Protocol, Sequence, Tuple
 import numpy as np
 from thinc.api import Model
 
-from ..encoders.batching import encode_by_length
-from ..encoders.dual import DualEncoder
-from ..encoders.precision import resolve_precision
-from ..encoders.templates import EntityInput, MentionInput, entity_length
 from ..torch_model import get_module, is_built
 from ..util import ArboError
+from .batching import encode_by_length
+from .dual import DualEncoder
+from .precision import resolve_precision
+from .templates import EntityInput, MentionInput, entity_length
 
 
 class EncoderSettings(Protocol):

@@ -1,7 +1,7 @@
 """A trained `arbo_linker`'s KB and entity vectors as a KB for spaCy's own `entity_linker`."""
-from ..retrieval.spacy_kb import ArboKnowledgeBase
-from ..util import ArboError
-from .arbo_linker import ArboLinker
+from ...retrieval.spacy_kb import ArboKnowledgeBase
+from ...util import ArboError
+from ..arbo_linker import ArboLinker
 
 
 def spacy_kb_from_linker(linker: ArboLinker, top_k: int = 10) -> ArboKnowledgeBase:

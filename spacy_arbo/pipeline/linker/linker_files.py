@@ -12,20 +12,20 @@ import srsly
 from spacy import util
 from thinc.api import Model
 
-from ..component_settings import CFG, read_cfg, write_cfg
-from ..kb.store import BaseEntityStore, EntityStore, open_store
-from ..torch_model import is_built
-from ..training.mentions import TrainingMentions
-from ..util import ArboError, atomic_path
+from ...component_settings import CFG, read_cfg, write_cfg
+from ...kb.store import BaseEntityStore, EntityStore, open_store
+from ...torch_model import is_built
+from ...training.mentions import TrainingMentions
+from ...util import ArboError, atomic_path
 from .earlier_defaults import names_in_config_beside, settings_saved_without
 from .linker_settings import LinkerSettings
 
 if TYPE_CHECKING:
-    from ..retrieval.retriever import EntityRetriever
-    from .encoding import LinkerEncoder
-    from ..confidence.label_free import LabelFreeConfidence
+    from ...confidence.label_free import LabelFreeConfidence
+    from ...encoders.linker_encoder import LinkerEncoder
+    from ...retrieval.retriever import EntityRetriever
+    from ...training.retriever_training import RetrieverTraining
     from .mention_inputs import MentionReader
-    from .retriever_training import RetrieverTraining
 
 logger = logging.getLogger("spacy_arbo")
 # What the weights file holds for weights never built (a TF-IDF linker's encoder), so that a

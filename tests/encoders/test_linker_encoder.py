@@ -1,7 +1,7 @@
 import numpy as np
 
 from spacy_arbo.encoders.templates import MentionInput
-from spacy_arbo.pipeline import encoding
+from spacy_arbo.encoders import linker_encoder as encoding
 
 from ..util import make_nlp
 

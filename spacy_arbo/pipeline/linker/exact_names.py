@@ -18,14 +18,14 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Set, Tupl
 from spacy.language import Language
 from spacy.tokens import Span
 
-from ..encoders.templates import MentionInput
-from ..kb.entities import NIL
-from ..retrieval.retriever import EntityRetriever
-from .kb_mention_finder import KBMentionFinder
+from ...encoders.templates import MentionInput
+from ...kb.entities import NIL
+from ...retrieval.retriever import EntityRetriever
+from ..common.links import CANDIDATES
+from ..common.neighbours import neighbours
+from ..kb_mention_finder import KBMentionFinder
+from ..link_memory import memories_after, memory_key, remembered_candidates
 from .link_decisions import Link, remembered_links
-from .link_memory import memories_after, memory_key, remembered_candidates
-from .links import CANDIDATES
-from .neighbours import neighbours
 
 # Where a span is: (id of its doc, start, end).
 SpanKey = Tuple[int, int, int]

@@ -3,10 +3,10 @@ import spacy
 
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.pipeline.composites import composite_parts
+from spacy_arbo.pipeline.linker.composites import composite_parts
 
-from ..conftest import make_doc
-from ..util import make_nlp, unlinked
+from ...conftest import make_doc
+from ...util import make_nlp, unlinked
 
 # The coordinated composite mentions of NCBI Disease test (and three of dev), as written.
 NCBI_COMPOSITES = [

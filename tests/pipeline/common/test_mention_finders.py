@@ -7,8 +7,8 @@ import spacy
 
 from spacy_arbo.util import ArboWarning
 
-from ..conftest import make_doc
-from ..util import DENSE_LINKER, hashed_model, make_nlp
+from ...conftest import make_doc
+from ...util import DENSE_LINKER, hashed_model, make_nlp
 
 
 def test_a_linker_with_nothing_before_it_that_finds_mentions_warns(toy_kb_dir):

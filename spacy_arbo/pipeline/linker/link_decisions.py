@@ -9,13 +9,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.tokens import Span
 
-from ..kb.entities import NIL
-from ..kb.store import BaseEntityStore
-from ..linking.mention_graph import cluster_mentions
-from ..retrieval.candidates import Candidates
-from ..training.mentions import TrainingMentions
-from .link_memory import LinkMemory, remembered_candidates
-from .links import best_above, kb_ents, write_link
+from ...kb.entities import NIL
+from ...kb.store import BaseEntityStore
+from ...linking.mention_graph import cluster_mentions
+from ...retrieval.candidates import Candidates
+from ...training.mentions import TrainingMentions
+from ..common.links import best_above, kb_ents, write_link
+from ..link_memory import LinkMemory, remembered_candidates
 
 
 @dataclass

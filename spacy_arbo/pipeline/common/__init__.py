@@ -1,0 +1,1 @@
+"""What several components share: the links they write, the neighbours they read, the KB's version."""
