@@ -102,5 +102,5 @@ def test_min_confidence_outside_0_1_is_a_usage_error(toy_pipeline, tmp_path, cap
               "--min-confidence", value])
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"python -m spacy_arbo link: error: argument --min-confidence: expected a number from 0 to 1, got '{value}'")
+        f"python -m spacy_arbo link: error: argument --min-confidence: takes a number in [0, 1]; got '{value}'.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]

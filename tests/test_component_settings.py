@@ -22,7 +22,7 @@ from .test_cli import HASHED_CONFIG
     ("kb_mention_finder", {"mode": "x"}, "kb_mention_finder: Unknown mode 'x'; expected one of ('add', 'replace')."),
     ("kb_mention_finder", {"min_chars": 0}, "kb_mention_finder: min_chars takes a positive integer; got 0."),
     ("mention_consistency", {"min_share": 2},
-     "mention_consistency: min_share takes a share of a text's occurrences in (0, 1]; got 2."),
+     "mention_consistency: min_share takes a number in (0, 1]; got 2."),
 ])
 def test_add_pipe_names_the_component_setting_and_value(factory, config, message):
     """confection's own check printed the whole config dict, 1,600 characters on one line."""

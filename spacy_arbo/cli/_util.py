@@ -7,6 +7,7 @@ import sys
 import warnings
 from typing import Any, Callable, Optional
 
+from ..ranges import in_range, range_message
 from ..util import ArboError
 
 __all__ = ["add_gpu_option", "add_types_option", "non_negative_int", "probability", "reporting_errors", "use_gpu"]
@@ -57,8 +58,8 @@ def probability(text: str) -> float:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got '{text}'")
+    if not in_range(value, 0, 1):
+        raise argparse.ArgumentTypeError(range_message(text, 0, 1))  # "takes a number in [0, 1]; got '2'."
     return value
 
 

@@ -23,6 +23,7 @@ from spacy.util import registry
 from torch import nn
 
 from ..component_settings import check_at_least, check_choice
+from ..ranges import check_range
 from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError
 from .templates import EntityInput, MentionInput, Triplet
@@ -226,8 +227,7 @@ def check_graph_settings(layers: int, heads: int, sides: str, activation: str, l
     check_at_least(1, layers=layers, heads=heads)
     check_choice("sides", sides, SIDES)
     check_choice("activation", activation, ACTIVATIONS)
-    if not learn_rate_scale > 0:
-        raise ArboError(f"learn_rate_scale must be positive; got {learn_rate_scale!r}.")
+    check_range("learn_rate_scale", learn_rate_scale, 0, low_open=True)
 
 
 def _connect(adjacency: np.ndarray, a: int, b: int) -> None:

@@ -19,6 +19,7 @@ from ..confidence.calibration import Calibration
 from ..confidence.features import ConfidenceFeatures, KBNames, write_confidence
 from ..confidence.label_free import label_free_calibration
 from ..kb.entities import NIL
+from ..ranges import check_range
 from ..retrieval.retriever import EntityRetriever
 from ..util import ArboError, atomic_path, read_msgpack
 from .common.links import install_extensions, read_kb_id, write_kb_id
@@ -52,9 +53,7 @@ def pipeline_linker(nlp: Language, what: str) -> KBLinker:
 
 
 def check_threshold(threshold: Any) -> None:
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
-                                  or not 0 <= threshold <= 1):
-        raise ArboError(f"threshold takes a confidence in [0, 1] or null; got {threshold!r}.")
+    check_range("threshold", threshold, 0, 1, allow_none=True)
 
 
 @Language.factory("link_confidence", requires=["token.ent_kb_id"], assigns=["span._.kb_confidence", "token.ent_kb_id"],

@@ -24,6 +24,7 @@ from spacy.vocab import Vocab
 from ..component_settings import CFG, check_at_least, config_checked, read_cfg, store_in_config, write_cfg
 from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
+from ..ranges import check_range
 from ..util import ArboError, atomic_path, read_json
 from .common.kb_versions import check_kb_version, kb_version, pipeline_kb, read_version, write_version
 from .common.links import install_extensions, write_kb_id
@@ -55,8 +56,7 @@ def fold_plurals(key: str) -> str:
 
 def check_memory_settings(min_count: int, min_share: float, fold: bool) -> None:
     check_at_least(1, min_count=min_count)
-    if isinstance(min_share, bool) or not isinstance(min_share, (int, float)) or not 0.5 < min_share <= 1:
-        raise ArboError(f"link_memory: min_share takes a number in (0.5, 1]; got {min_share!r}.")
+    check_range("link_memory: min_share", min_share, 0.5, 1, low_open=True)
     if not isinstance(fold, bool):
         raise ArboError(f"link_memory: fold_plurals takes true or false; got {fold!r}.")
 

@@ -22,7 +22,7 @@ from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
 from ..component_settings import config_checked
-from ..util import ArboError
+from ..ranges import check_range
 from .common.abbreviations import LongForms, short_form_spans, word_occurrences
 
 
@@ -32,8 +32,7 @@ class MentionConsistency:
 
     def __init__(self, vocab: Vocab, name: str = "mention_consistency", min_share: float = 0.35,
                  short_forms: bool = True) -> None:
-        if isinstance(min_share, bool) or not isinstance(min_share, (int, float)) or not 0 < min_share <= 1:
-            raise ArboError(f"{name}: min_share takes a share of a text's occurrences in (0, 1]; got {min_share!r}.")
+        check_range(f"{name}: min_share", min_share, 0, 1, low_open=True)
         self.vocab = vocab
         self.name = name
         self.min_share = float(min_share)

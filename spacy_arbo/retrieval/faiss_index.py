@@ -34,6 +34,7 @@ except ImportError:  # faiss is an extra: faiss-cpu or faiss-gpu provide the mod
         "pip install 'spacy-arbo[cpu]' (or 'spacy-arbo[gpu]')"
     ) from None
 
+from ..ranges import check_range
 from ..util import ArboError, PathLike
 from . import torch_search
 from .faiss_checks import as_ids, as_matrix, check_positive, faiss_metric
@@ -155,8 +156,7 @@ class FaissIndex:
         for name, value in (("ef_search", ef_search), ("nprobe", nprobe)):
             if value is not None:
                 check_positive(name, value)
-        if not 0 < recall_target <= 1:
-            raise ArboError(f"recall_target must be in (0, 1]; got {recall_target!r}.")
+        check_range("recall_target", recall_target, 0, 1, low_open=True)
         if kind == "flat":
             # IndexFlat and IndexHNSW number vectors themselves; the id map stores ours.
             index = faiss.IndexIDMap(faiss.IndexFlat(dim, metric_type))

@@ -15,6 +15,7 @@ from ..encoders.batching import encode_by_length
 from ..encoders.templates import EntityInput, entity_length
 from ..encoders.tower import Tower
 from ..kb.store import BaseEntityStore
+from ..ranges import check_range
 from ..retrieval.tfidf import TfidfAliasIndex
 from ..util import ArboError
 from .synonyms import Name, names_by_entity
@@ -42,8 +43,7 @@ class HeldOutNames:
 def hold_out_names(kb: BaseEntityStore, fraction: float, seed: int) -> HeldOutNames:
     """`fraction` of the entities with at least two names (at least one entity when
     `fraction` > 0), and one of each one's names, drawn with `seed`."""
-    if not 0.0 <= fraction < 1.0:
-        raise ArboError(f"The held-out share of entities must be in [0, 1); got {fraction}.")
+    check_range("held_out", fraction, 0, 1, high_open=True)
     by_row = names_by_entity(kb)
     rows = sorted(row for row, names in by_row.items() if len(names) >= 2)
     if fraction == 0.0 or not rows:

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from ..ranges import check_range
 from ..util import ArboError
 
 Scalar = Union[float, Tensor]
@@ -176,8 +177,7 @@ def fgsm_perturbation(grad: Tensor, epsilon: float) -> Tensor:
     """
     if not isinstance(grad, Tensor):
         raise ArboError(f"grad must be a torch tensor, got {type(grad).__name__}.")
-    if not epsilon >= 0:
-        raise ArboError(f"FGSM epsilon must be >= 0, got {epsilon}.")
+    check_range("FGSM epsilon", epsilon, 0)
     return epsilon * grad.detach().sign()
 
 
@@ -185,6 +185,5 @@ def combine_adversarial(loss: Tensor, adv_loss: Tensor, lam: float) -> Tensor:
     """PEL eq. 8: L_Pb(m, P) + lambda L_Pb(m, P_adv), P_adv being the perturbed entities."""
     _check("loss", loss, 0)
     _check("adv_loss", adv_loss, 0)
-    if not lam >= 0:
-        raise ArboError(f"FGSM lambda must be >= 0, got {lam}.")
+    check_range("FGSM lambda", lam, 0)
     return loss + lam * adv_loss

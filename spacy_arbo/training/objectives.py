@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from spacy.util import registry
 
+from ..ranges import check_range
 from ..util import ArboError
 from . import losses
 from .arborescence import VARIANTS, batch_positives, hard_negatives
@@ -57,8 +58,7 @@ class Arborescence(Objective):
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ArboError(f"Unknown arborescence variant '{self.variant}'; expected one of {VARIANTS}.")
-        if self.entity_weight < 0:
-            raise ArboError(f"Arborescence entity_weight must be >= 0, got {self.entity_weight}.")
+        check_range("arborescence: entity_weight", self.entity_weight, 0)
 
     def measured_limits(self) -> Optional[str]:
         if self.entity_weight > 0:

@@ -5,6 +5,7 @@ from typing import Optional
 import numpy as np
 
 from ..component_settings import check_choice
+from ..ranges import check_range
 from ..util import ArboError
 from . import losses
 from .arborescence import hard_negatives
@@ -43,8 +44,7 @@ class Proxy(EntityEdges):
     def __post_init__(self) -> None:
         if self.negatives_from not in PROXY_NEGATIVES:
             raise ArboError(f"Unknown proxy negatives '{self.negatives_from}'; expected one of {PROXY_NEGATIVES}.")
-        if not 0.0 <= self.p <= 1.0:
-            raise ArboError(f"Proxy p must be in [0, 1], got {self.p}.")
+        check_range("proxy: p", self.p, 0, 1)
         check_choice("entity_cache", self.entity_cache, ENTITY_CACHES)
         self.mined = MinedNegatives(self.k, self.max_negatives)
 

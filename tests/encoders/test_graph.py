@@ -116,7 +116,7 @@ def test_find():
 
 @pytest.mark.parametrize("settings,message", [
     ({"sides": "left"}, "sides"), ({"layers": 0}, "layers"), ({"activation": "tanh"}, "activation"),
-    ({"learn_rate_scale": 0.0}, "learn_rate_scale")])
+    ({"learn_rate_scale": 0.0}, r"^learn_rate_scale takes a number > 0; got 0.0\.$")])
 def test_bad_settings_fail_when_the_config_is_resolved(settings, message):
     from spacy_arbo.encoders.graph import build_graph_tower
 

@@ -143,7 +143,7 @@ def test_arborescence_entity_weight_adds_a_weighted_entity_softmax(toy_kb_dir):
     term = loss[1.0] - loss[0.0]
     assert term > 1e-4  # a cross-entropy over several entities: positive until it converges
     assert loss[2.0] - loss[0.0] == pytest.approx(2 * term, rel=1e-4)
-    with pytest.raises(ArboError, match="entity_weight must be >= 0"):
+    with pytest.raises(ArboError, match=r"^arborescence: entity_weight takes a number >= 0; got -1.0\.$"):
         registry.resolve({"o": {**OBJECTIVES["arborescence_full"], "entity_weight": -1.0}})
 
 

@@ -139,7 +139,7 @@ def test_search_width_is_the_smallest_meeting_the_recall_target(kind, name):
 
 
 def test_recall_target_out_of_range():
-    with pytest.raises(ArboError, match=r"recall_target must be in \(0, 1\]; got 1.5"):
+    with pytest.raises(ArboError, match=r"^recall_target takes a number in \(0, 1\]; got 1.5\.$"):
         FaissIndex.build(random_vectors(10), "ivfsq", recall_target=1.5)
 
 

@@ -201,9 +201,9 @@ def test_fgsm_on_the_proxy_loss_is_eq_6_and_7():
 
 def test_combine_adversarial():
     assert_close(combine_adversarial(tensor(1.5), tensor(0.5), 2.0), tensor(2.5))
-    with pytest.raises(ArboError, match="lambda"):
+    with pytest.raises(ArboError, match=r"^FGSM lambda takes a number >= 0; got -1.0\.$"):
         combine_adversarial(tensor(1.5), tensor(0.5), -1.0)
-    with pytest.raises(ArboError, match="epsilon"):
+    with pytest.raises(ArboError, match=r"^FGSM epsilon takes a number >= 0; got -0.1\.$"):
         fgsm_perturbation(torch.ones(2), -0.1)
 
 

@@ -53,5 +53,5 @@ def test_a_minimum_confidence_outside_0_1_is_refused_before_any_work(toy_kb_dir,
     nlp.to_disk(tmp_path / "p")
     write_gold(nlp, tmp_path / "dev.spacy")
     assert main(["calibrate", str(tmp_path / "p"), str(tmp_path / "dev.spacy"), "--min-confidence", "1.5"]) == 1
-    assert "threshold takes a confidence in [0, 1]" in capsys.readouterr().err
+    assert "threshold takes a number in [0, 1] or null; got 1.5." in capsys.readouterr().err
     assert "link_confidence" not in spacy.load(tmp_path / "p").pipe_names
