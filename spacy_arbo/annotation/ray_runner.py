@@ -23,19 +23,19 @@ class ShardLinker:
     """A Ray actor: the pipeline loaded once, then shards linked and written."""
 
     def __init__(self, pipeline: str, fmt: str, candidates: int, min_confidence: Optional[float],
-                 batch_size: int, threads: int) -> None:
+                 batch_size: int, threads: int, mentions: str = "pipeline") -> None:
         import torch
 
         torch.set_num_threads(threads)
-        self.documents = LinkedDocuments(load_pipeline(pipeline), candidates, min_confidence)
+        self.documents = LinkedDocuments(load_pipeline(pipeline), candidates, min_confidence, mentions)
         self.fmt, self.batch_size = fmt, batch_size
 
     def link(self, records: List[Record], path: str) -> List[LinkedDocument]:
         """Link and write one shard; its linked documents go back for the driver's counts."""
         linked, docs = self.documents.link(records, self.batch_size)
         write_shard(path, self.fmt, linked, docs)
-        return [{"mentions": [{"kb_id": m["kb_id"], "review": m.get("review")} for m in d["mentions"]]}
-                for d in linked]
+        kept = ("kb_id", "review", "start", "end", "source", "linked_span")  # what the driver's counts read
+        return [{"mentions": [{k: m[k] for k in kept if k in m} for m in d["mentions"]]} for d in linked]
 
     def pid(self) -> int:
         return os.getpid()
@@ -55,7 +55,7 @@ def link_on_ray(pipeline: Any, shards: Iterable[Shard], output: ShardedOutput, d
         actor = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1)(ShardLinker)
         threads = max(1, (os.cpu_count() or 1) // workers) if not address else 1
         args = (str(Path(pipeline).resolve()), output.fmt, documents.candidates, documents.min_confidence,
-                batch_size, threads)
+                batch_size, threads, documents.mentions)
         linkers = [actor.remote(*args) for _ in range(workers)]
         pending: Dict[Any, int] = {}
         for index, records in shards:

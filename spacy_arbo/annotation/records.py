@@ -2,7 +2,7 @@
 what is wrong), skipped and counted, or with `strict` the error that ends the run. What `link`
 does not read (an input's own annotations) is never a bad record: a fault there is a warning."""
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple
 
 from ..util import ArboError
 
@@ -63,3 +63,15 @@ class BadRecords:
             raise StrictStop(f"{err} (--strict: the first bad record ends the run)")
         self.count += 1
         self.report(f"skipped: {err}")
+
+
+def within_max_length(records: Iterable[Record], max_length: int, bad: BadRecords) -> Iterator[Record]:
+    """The records spaCy takes: a text longer than the pipeline's `nlp.max_length` would end the
+    run with spaCy's E088 (and nothing written), so it is a bad record, named, and the others link."""
+    for record in records:
+        if len(record.text) > max_length:
+            bad(ArboError(f"{record.where}: a text of {len(record.text):,} characters, longer than the pipeline's "
+                          f"nlp.max_length ({max_length:,}); split it into documents, or load the pipeline with a "
+                          "larger max_length if its components can take it."))
+        else:
+            yield record

@@ -5,6 +5,7 @@ output put together from the shards. Every way of running sees the same batches 
 whole number of batches), so links that depend on the batch (clustering) are the same too."""
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence
@@ -16,12 +17,13 @@ from tqdm import tqdm
 from ..kb.entities import NIL
 from ..pipeline.common.mention_finders import mention_finders
 from ..pipeline_loading import load_pipeline
+from ..ranges import check_range
 from ..retrieval.sharded_encoding import import_ray
 from ..util import ArboError, PathLike
-from .formats import OUTPUT_FORMATS
+from .formats import MENTION_SOURCES, OUTPUT_FORMATS
 from .linked import LinkedDocuments
 from .readers import import_bioc, input_files, read_records
-from .records import BadRecords, Record
+from .records import BadRecords, Record, within_max_length
 from .shards import RunRefused, Shard, ShardedOutput, chunks
 from .writers import LinkedDocument
 
@@ -39,6 +41,7 @@ class Summary:
     bad_records: int = 0
     warnings: int = 0
     seconds: float = 0.0
+    input_mentions: Optional[Counter] = None
 
     def add(self, linked: Sequence[LinkedDocument]) -> None:
         mentions = [m for document in linked for m in document["mentions"]]
@@ -46,14 +49,36 @@ class Summary:
         self.mentions += len(mentions)
         self.nil += sum(m["kb_id"] == NIL for m in mentions)
         self.review += sum(bool(m.get("review")) for m in mentions)
+        if self.input_mentions is not None:
+            self.input_mentions.update(input_mention_counts(linked))
+
 
     def line(self, output: PathLike) -> str:
         rate = f", {self.documents / self.seconds:,.1f} documents/s" if self.seconds > 0 and self.documents else ""
         kept = f" ({self.kept_shards} of {self.shards} shards kept from an earlier run)" if self.kept_shards else ""
         review = f", {self.review:,} for review" if self.review else ""
         warnings = f", {self.warnings:,} warnings" if self.warnings else ""
+        given = ""
+        if self.input_mentions is not None:
+            c = self.input_mentions
+            given = (f"; {c['input']:,} of them the input's ({c['aligned']:,} aligned to token boundaries, "
+                     f"{c['overlapping']:,} overlapping another, linked in a copy of the document, "
+                     f"{c['on_no_token']:,} on no token: NIL)")
         return (f"linked {self.documents:,} documents{kept}: {self.mentions:,} mentions ({self.nil:,} NIL{review})"
-                f"{rate}; {self.bad_records:,} bad records skipped{warnings}; wrote {output}")
+                f"{given}{rate}; {self.bad_records:,} bad records skipped{warnings}; wrote {output}")
+
+
+def input_mention_counts(linked: Sequence[LinkedDocument]) -> Counter:
+    """How the input's mentions were placed: all, aligned to tokens, overlapping another, on no token."""
+    counts: Counter = Counter()
+    for document in linked:
+        given = [m for m in document["mentions"] if m.get("source", "input") == "input"]
+        counts["input"] += len(given)
+        counts["aligned"] += sum(bool(m.get("linked_span")) for m in given)
+        counts["on_no_token"] += sum("linked_span" in m and m["linked_span"] is None for m in given)
+        counts["overlapping"] += sum(any(o is not m and o["start"] < m["end"] and m["start"] < o["end"]
+                                         for o in given) for m in given)
+    return counts
 
 
 class Progress:
@@ -94,7 +119,7 @@ def link_here(nlp: Language, shards: Iterable[Shard], output: ShardedOutput, doc
               n_process: int, batch_size: int, on_shard: Callable[[List[LinkedDocument]], None]) -> None:
     """The shards' records through one `nlp.pipe` stream (`n_process` processes), each shard
     written as soon as its last document is back."""
-    stream = ((record.text, (index, record)) for index, records in shards for record in records)
+    stream = ((documents.input(record), (index, record)) for index, records in shards for record in records)
     current: Optional[int] = None
     records: List[Record] = []
     docs: List[Doc] = []
@@ -106,7 +131,8 @@ def link_here(nlp: Language, shards: Iterable[Shard], output: ShardedOutput, doc
         records.clear()
         docs.clear()
 
-    for doc, (index, record) in nlp.pipe(stream, as_tuples=True, n_process=n_process, batch_size=batch_size):
+    for doc, (index, record) in nlp.pipe(stream, as_tuples=True, n_process=n_process, batch_size=batch_size,
+                                         disable=documents.disabled):
         if index != current and records:
             flush()
         current = index
@@ -128,19 +154,21 @@ def check_output(output: Path, files: Sequence[Path]) -> None:
 def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike, *, fmt: str = "jsonl",
                 input_format: str = "auto", n_process: int = 1, batch_size: int = 64, shard_size: int = 1024,
                 ray: bool = False, ray_address: Optional[str] = None, strict: bool = False,
-                min_confidence: Optional[float] = None, candidates: int = 5,
+                min_confidence: Optional[float] = None, candidates: int = 5, mentions: str = "pipeline",
                 report: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
                 progress: bool = True) -> Summary:
     """Link the documents of `inputs` with the pipeline saved at `pipeline` into `output`
     (`fmt`: jsonl, pubtator, bioc, bioc-json or spacy); see docs/annotate.md. With `ray`,
     `n_process` Ray workers (on the cluster at `ray_address`, else a local runtime) link the shards.
-    Bad records go to `report` and are counted; `strict` makes the first one an error."""
+    Bad records go to `report` and are counted; `strict` makes the first one an error. `mentions`:
+    link the pipeline's mentions, the input's own ("input"), or both (`input_mentions`)."""
     if fmt not in OUTPUT_FORMATS:
         raise ArboError(f"Unknown output format '{fmt}'; choose one of {', '.join(OUTPUT_FORMATS)}.")
+    if mentions not in MENTION_SOURCES:
+        raise ArboError(f"Unknown mention source '{mentions}'; choose one of {', '.join(MENTION_SOURCES)}.")
     if n_process < 1 or batch_size < 1 or shard_size < 1:
         raise ArboError(f"n_process, batch_size and shard_size must be >= 1; got {n_process}, {batch_size}, {shard_size}.")
-    if min_confidence is not None and not 0 <= min_confidence <= 1:
-        raise ArboError(f"min_confidence is a probability, from 0 to 1; got {min_confidence}.")
+    check_range("min_confidence", min_confidence, 0, 1, allow_none=True)
     if fmt == "spacy" and min_confidence is not None:
         raise ArboError("--min-confidence marks mentions for review in jsonl, pubtator and bioc output; .spacy "
                         "keeps the pipeline's docs as they are (read span._.kb_confidence there).")
@@ -151,18 +179,20 @@ def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike
     if ray:
         import_ray("Linking on Ray")
     nlp = load_pipeline(pipeline)
-    if not mention_finders(nlp):
+    if mentions == "pipeline" and not mention_finders(nlp):
         raise ArboError(f"{pipeline}: no component finds mentions (sets doc.ents), so nothing would be linked; "
-                        "add one: python -m spacy_arbo add-ner (a trained recognizer) or add-kb-finder (the KB's names).")
-    documents = LinkedDocuments(nlp, candidates, min_confidence)
+                        "add one: python -m spacy_arbo add-ner (a trained recognizer) or add-kb-finder (the KB's names), "
+                        "or link the input's own mentions with --mentions input.")
+    documents = LinkedDocuments(nlp, candidates, min_confidence, mentions)
     shard_size = -(-shard_size // batch_size) * batch_size  # whole batches: every run sees the same ones
     job = {"pipeline": str(Path(pipeline).resolve()), "inputs": [[str(p.resolve()), kind] for p, kind in files],
            "format": fmt, "batch_size": batch_size, "shard_size": shard_size, "min_confidence": min_confidence,
-           "candidates": candidates}
+           "candidates": candidates, "mentions": mentions}
     shards = ShardedOutput(output, fmt, job)
     bad = BadRecords(report, strict)
-    plan = ShardPlan(read_records(files, bad), shard_size, shards)
-    summary, bar, start = Summary(), Progress(progress), time.perf_counter()
+    plan = ShardPlan(within_max_length(read_records(files, bad), nlp.max_length, bad), shard_size, shards)
+    summary = Summary(input_mentions=Counter() if mentions != "pipeline" else None)
+    bar, start = Progress(progress), time.perf_counter()
 
     def on_shard(linked: List[LinkedDocument]) -> None:
         summary.add(linked)

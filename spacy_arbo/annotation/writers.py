@@ -16,14 +16,21 @@ BIOC_SOURCE = "spacy-arbo link"
 # A mention's own keys; every other key it has (name, score, candidates, confidence, review, the
 # proposal a review holds back) is a BioC infon, so BioC says what JSONL says.
 SPAN_KEYS = ("start", "end", "text", "label", "kb_id")
-# Characters a PubTator line cannot hold (each becomes a space, which keeps every offset).
-LINE_BREAKS = re.compile(r"[\r\n\t]")
+# Characters a PubTator line cannot hold (each becomes a space, which keeps every offset): tabs, and
+# every character Python's `str.splitlines` (and so many readers of the format) ends a line at.
+LINE_BREAKS = re.compile("[\t\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029]")
 # Characters XML 1.0 cannot hold (form feeds of PDF extractions, other controls, lone surrogates).
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
+# Characters JSON may hold raw that `str.splitlines` (and so many readers of JSONL) ends a line at.
+JSON_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
 def json_line(document: LinkedDocument) -> str:
-    return json.dumps(document, ensure_ascii=False) + "\n"
+    """One document, on one line for every reader of lines (those three escaped, as JSON allows)."""
+    text = json.dumps(document, ensure_ascii=False)
+    return JSON_LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def write_jsonl(documents: Iterable[LinkedDocument], handle: TextIO) -> None:

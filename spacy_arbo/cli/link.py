@@ -2,7 +2,7 @@
 import argparse
 from pathlib import Path
 
-from ..annotation.formats import INPUT_FORMATS, OUTPUT_FORMATS
+from ..annotation.formats import INPUT_FORMATS, MENTION_SOURCES, OUTPUT_FORMATS
 from ..util import ArboError
 from ._util import add_gpu_option, add_types_option, non_negative_int, probability
 
@@ -15,10 +15,11 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
         "link", help="annotate a corpus: read documents (.txt, JSONL, PubTator, BioC), write their mentions with ids",
         description="Run a pipeline over documents and write each mention's span, label, id, KB name, score and "
         "top candidates. Output goes to shards beside OUTPUT (OUTPUT.parts/) first: a killed run started again "
-        "with the same command continues where it stopped and writes the same output. PubTator annotation lines "
-        "and BioC annotations of the input are not read by the pipeline (it sees the text only); the JSONL output "
-        "keeps them as 'gold', the other outputs write only the pipeline's mentions.")
-    cmd.add_argument("pipeline", help="a saved pipeline with a component that finds mentions (add-ner, add-kb-finder)")
+        "with the same command continues where it stopped and writes the same output. The input's own mentions "
+        "(PubTator annotation lines, BioC annotations, a JSONL 'mentions' list) are linked with --mentions input "
+        "or both; by default the pipeline sees the text only and the JSONL output keeps them as 'gold'.")
+    cmd.add_argument("pipeline", help="a saved pipeline: with a component that finds mentions (add-ner, add-kb-finder), "
+                     "or any linker with --mentions input")
     cmd.add_argument("inputs", nargs="+", metavar="INPUT",
                      help="files or folders: .txt (one document, or PubTator when its first line is 'PMID|t|...'), "
                      ".jsonl (a 'text' field; 'id', 'mentions' and other fields kept), .pubtator, BioC .xml / .json")
@@ -42,6 +43,10 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("--min-confidence", type=probability, default=None,
                      help="mentions whose span._.kb_confidence (a probability) is below this, in [0, 1], are written "
                      "NIL with \"review\": true")
+    cmd.add_argument("--mentions", choices=MENTION_SOURCES, default="pipeline",
+                     help="which mentions to link: the pipeline's recognizers' (default), the input's own (input: "
+                     "a pipeline without a recognizer will do), or both (the input's win where they overlap); "
+                     "input mentions off token boundaries and overlapping ones are all linked (docs/annotate.md)")
     cmd.add_argument("--candidates", type=non_negative_int, default=5, help="top candidates written per mention (default 5)")
     add_gpu_option(cmd)
     cmd.set_defaults(func=link_command)
@@ -68,7 +73,8 @@ def link_command(args: argparse.Namespace) -> None:
     summary = link_corpus(args.pipeline, args.inputs, args.output, fmt=fmt, input_format=args.input_format,
                           n_process=args.n_process, batch_size=args.batch_size, shard_size=args.shard_size,
                           ray=args.ray is not None, ray_address=args.ray or None, strict=args.strict,
-                          min_confidence=args.min_confidence, candidates=args.candidates)
+                          min_confidence=args.min_confidence, candidates=args.candidates,
+                          mentions=args.mentions)
     print(summary.line(args.output))
 
 

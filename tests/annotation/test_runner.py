@@ -114,7 +114,7 @@ def test_min_confidence_refused_leaves_nothing_and_the_advised_rerun_works(toy_p
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
 def test_min_confidence_outside_0_1_is_an_error_before_any_work(toy_pipeline, corpus, tmp_path, value):
-    with pytest.raises(ArboError, match=f"min_confidence is a probability, from 0 to 1; got {value}."):
+    with pytest.raises(ArboError, match=rf"min_confidence takes a number in \[0, 1\] or null; got {value}."):
         run(toy_pipeline, [corpus], tmp_path / "out.jsonl", min_confidence=value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
