@@ -26,6 +26,15 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def vector_cache_dir(tmp_path_factory) -> Path:
+    """The entity-vector cache of this test session (subprocesses inherit it): tests never read
+    entries an earlier run left in the user's cache, nor leave any there."""
+    path = tmp_path_factory.mktemp("vector_cache")
+    os.environ["SPACY_ARBO_CACHE"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = shared_data_dir()

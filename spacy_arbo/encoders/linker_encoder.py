@@ -19,6 +19,7 @@ from .batching import encode_by_length
 from .dual import DualEncoder
 from .precision import resolve_precision
 from .templates import EntityInput, MentionInput, entity_length
+from .vector_cache import VectorCache
 
 
 class EncoderSettings(Protocol):
@@ -101,7 +102,20 @@ class LinkerEncoder:
         finally:
             self._mention_vectors = None
 
-    def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False) -> np.ndarray:
-        return encode_by_length(
-            entities, lambda batch: self.model.ops.to_numpy(self.model.predict(([], batch))[1]), entity_length,
-            self.dim, self._settings().batch_size, progress=progress, desc=f"{self.name}: encoding entities")
+    def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False,
+                        cache: Optional[VectorCache] = None) -> np.ndarray:
+        """One vector per entity text; with `cache`, read from it where these weights, settings
+        and texts were encoded before (in any process)."""
+        def encode(texts: Sequence[EntityInput]) -> np.ndarray:
+            return encode_by_length(
+                texts, lambda batch: self.model.ops.to_numpy(self.model.predict(([], batch))[1]), entity_length,
+                self.dim, self._settings().batch_size, progress=progress, desc=f"{self.name}: encoding entities")
+
+        return encode(entities) if cache is None else cache.encode(self.vectors_key(), entities, encode)
+
+    def vectors_key(self) -> str:
+        """What entity vectors depend on besides their texts: the entity-side weights, the
+        precision and the batch size (batches pad texts together) they are encoded at."""
+        module, settings = self.module(), self._settings()
+        precision = resolve_precision(settings.precision, module.device)
+        return f"{self.fingerprint(entities_only=True)}:{precision}:{settings.batch_size}:{self.dim}"

@@ -21,6 +21,7 @@ from ..component_settings import setting_defaults, with_setting_parameters
 from ..confidence.label_free import LabelFreeConfidence, NameLinking
 from ..encoders.knowledge_units import KnowledgeUnits
 from ..encoders.linker_encoder import LinkerEncoder
+from ..encoders.vector_cache import VectorCache, default_cache
 from ..encoders.templates import EntityInput, MentionInput, Triplet
 from ..kb.entities import Entity
 from ..kb.store import BaseEntityStore
@@ -77,8 +78,7 @@ class ArboLinker(ConfiguredPipe):
     Writes `ent.kb_id_` (NIL below `threshold`), `span._.kb_candidates`, `span._.kb_ents` (scispacy's
     shape: `[(kb_id, score), ...]`, best first, at most `max_entities_per_mention`, none below
     `kb_ents_threshold`) and `span._.kb_confidence`. A composite split into parts gets "ID1|ID2",
-    `span._.arbo_parts` (per part: text, kb_id, ranked candidates), each part's best first in `kb_ents`.
-    """
+    `span._.arbo_parts` (per part: text, kb_id, ranked candidates), each part's best first in `kb_ents`."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "arbo_linker", *, nlp: Optional[Language] = None,
                  objective: Optional[Objective] = None, scorer: Optional[Callable] = None,
@@ -112,8 +112,7 @@ class ArboLinker(ConfiguredPipe):
 
     @property
     def corpus(self) -> TrainingMentions:
-        """The training mentions: the arborescence objective's graph nodes, the anchors of
-        transductive clustering."""
+        """The training mentions: the arborescence objective's graph nodes, transductive clustering's anchors."""
         return self.training.corpus
 
     @property
@@ -147,9 +146,10 @@ class ArboLinker(ConfiguredPipe):
         return retriever.dense is None or (is_built(self.model) and retriever.is_current(
             self.encoder.fingerprint(entities_only=True)))
 
-    def refresh_index(self, progress: bool = True, vectors: Optional[np.ndarray] = None) -> None:
-        """Re-encode every entity, or index `vectors` of `retriever.entity_texts()` encoded elsewhere."""
-        self.require_retriever().refresh(lambda inputs: self.encoder.encode_entities(inputs, progress),
+    def refresh_index(self, progress: bool = True, vectors: Optional[np.ndarray] = None,
+                      cache: Optional[VectorCache] = None) -> None:
+        """Re-encode every entity (through `cache`), or index `vectors` of `retriever.entity_texts()`."""
+        self.require_retriever().refresh(lambda inputs: self.encoder.encode_entities(inputs, progress, cache),
                                           self.encoder.fingerprint(entities_only=True), vectors=vectors)
 
     def ensure_fresh(self) -> None:
@@ -182,7 +182,7 @@ class ArboLinker(ConfiguredPipe):
         retriever = self.require_retriever()
         if self.settings.uses_dense and not (retriever.kb.path and retriever.load_prebuilt(
                 retriever.kb.path, self.encoder.fingerprint(entities_only=True))):
-            self.refresh_index()
+            self.refresh_index(cache=default_cache())
         if self.settings.uses_tfidf:
             retriever.ensure_tfidf()
         self.confidence.refit()
