@@ -45,7 +45,7 @@ from spacy_arbo.pipeline.arbo_linker import arbo_linkers
 # Where a linked mention's time goes: (label, the function's file and name as cProfile sees them).
 STAGES = [
     ("read mentions (context, long forms)", "mention_inputs.py", "__call__"),
-    ("encode mentions", "encoding.py", "encode_mentions"),
+    ("encode mentions", "linker_encoder.py", "encode_mentions"),
     ("dense search", "faiss_index.py", "search"),
     ("TF-IDF search", "tfidf.py", "search"),
     ("fuse candidates", "candidates.py", "fuse_candidates"),

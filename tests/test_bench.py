@@ -190,6 +190,19 @@ def test_link_speed_compares_processes_and_measures_memory(tmp_path, toy_pipelin
     assert soak["documents"] == 2100 and soak["samples"] and soak["rss_mb_at_end"] > 100
 
 
+def test_load_time_compares_a_load_with_a_bare_process_and_times_initialize(tmp_path, toy_pipeline):
+    result = run(BENCH / "load_time.py", [str(toy_pipeline), "--repeats", "1", "--profile", "--initialize",
+                                          str(ROOT / "configs" / "zero_shot.cfg"), "--kb", str(toy_pipeline.parent / "kb"),
+                                          "--output", "load.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads((tmp_path / "load.json").read_text())
+    assert figures["loaded"]["links"] == ["MESH:D005334"]  # the toy KB's finder sees "fever" only
+    assert figures["beyond_bare_s"] == pytest.approx(figures["loaded"]["wall"] - figures["bare"]["wall"])
+    assert figures["loaded"]["peak_rss_mb"] > figures["bare"]["peak_rss_mb"] > 50
+    assert set(figures["initialize"]) == {"first", "second_from_cache"}
+    assert "spacy.load" in result.stdout or "load" in (tmp_path / "load.profile.txt").read_text()
+
+
 def test_pipeline_speed_puts_a_variant_beside_its_baseline(tmp_path, toy_kb_dir):
     """Gold mentions: each pipeline's figures, and how many links the variant changes; with
     `--end-to-end`, the same pipeline reads the raw texts through its mention finder."""
