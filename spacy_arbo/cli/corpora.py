@@ -1,4 +1,4 @@
-"""Commands that bring data in: fetch-assets, convert, convert-corpus, join-corpora."""
+"""Commands that bring data in: fetch-assets, convert, convert-corpus, join-corpora, hold-out-kb."""
 import argparse
 from pathlib import Path
 
@@ -35,6 +35,17 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("output", help="output .spacy file")
     cmd.add_argument("inputs", nargs="+", metavar="INPUT.spacy")
     cmd.set_defaults(func=join_corpora_command)
+
+    cmd = commands.add_parser("hold-out-kb", help="an out-of-KB benchmark: take a seeded share of the entities an "
+                              "evaluation set mentions out of the KB; their mentions become NIL gold")
+    cmd.add_argument("kb_dir", help="KB directory (build-kb's output) the corpora were converted against")
+    cmd.add_argument("eval", help="evaluation .spacy file with gold ids")
+    cmd.add_argument("out_dir", help="written whole or not at all: kb/, eval.spacy, [train.spacy], held_out.json")
+    cmd.add_argument("--train", help="training .spacy file: its mentions of held-out entities get the same ids "
+                     "(NIL, or a composite's other parts), their spans kept")
+    cmd.add_argument("--share", type=float, default=0.2, help="share of the mentioned entities held out, in (0, 1)")
+    cmd.add_argument("--seed", type=int, default=0, help="the draw: one seed is one draw")
+    cmd.set_defaults(func=hold_out_kb_command)
 
 
 def fetch_assets_command(args: argparse.Namespace) -> None:
@@ -84,3 +95,20 @@ def join_corpora_command(args: argparse.Namespace) -> None:
     counts = join_docbins(args.inputs, args.output, spacy.blank("en").vocab)
     parts = ", ".join(f"{path} ({n:,})" for path, n in counts)
     print(f"Wrote {args.output}: {sum(n for _, n in counts):,} documents from {parts}")
+
+
+def hold_out_kb_command(args: argparse.Namespace) -> None:
+    from ..corpora.out_of_kb import hold_out_kb
+
+    record = hold_out_kb(args.kb_dir, args.eval, args.out_dir, train_path=args.train, share=args.share, seed=args.seed)
+    counts = record["eval_counts"]
+    print(f"Held out {len(record['held_out']):,} of the {record['entities_mentioned']:,} entities {args.eval} mentions "
+          f"(share {args.share:g}, seed {args.seed}); the KB keeps {record['kb_entities']:,}.")
+    print(f"{args.eval}: {counts['turned_nil']:,} of {counts['mentions']:,} mentions now NIL "
+          f"({counts['already_nil']:,} were NIL before); composites: {counts['composites_nil']:,} NIL, "
+          f"{counts['composites_reduced']:,} keep their other parts, of {counts['composites']:,}")
+    if "train_counts" in record:
+        train = record["train_counts"]
+        print(f"{args.train}: {train['turned_nil']:,} of {train['mentions']:,} mentions now NIL, "
+              f"{train['composites_reduced']:,} composites keep their other parts")
+    print(f"Wrote {args.out_dir}")
