@@ -8,6 +8,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from .confidence.metrics import confidence_metrics
+from .confidence.nil_curve import nil_curve_metrics
 from .kb.entities import NIL, split_ids
 from .linking.clustering import adjusted_rand_index
 from .pipeline.common.gold_ents import strip_links
@@ -104,6 +105,8 @@ def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids
         metrics["n_unseen"] = sum(not seen(o) for o in linked)
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
     metrics.update(nil_prf(outcomes))
+    # NIL detection by a confidence threshold, where some gold mentions are NIL (an out-of-KB set).
+    metrics.update(nil_curve_metrics(outcomes))
     # How far the links' confidence can be trusted; a NIL is no link, so it has none.
     metrics.update(confidence_metrics([None if o.predicted == NIL else o.confidence for o in outcomes],
                                       [o.credited("exact") for o in outcomes]))
