@@ -311,3 +311,26 @@ def test_train_cost_scores_a_variant_at_each_budget(tmp_path, data_dir, tiny_ber
     assert [e["minutes"] for e in row["dev"]] == [0.05, 0.1]
     assert 0 < row["dev"][0]["updates"] < row["dev"][1]["updates"]
     assert all(0 <= e["recall@1"] <= e["recall@64"] <= 1 for e in row["dev"])
+
+
+def test_out_of_kb_scores_nil_detection_on_each_draw(tmp_path, toy_linker):
+    """Two sets that are one corpus: a seed draws the same entities for both, so each set's threshold,
+    picked on the other, is the one its own best NIL F picks."""
+    result = run(BENCH / "out_of_kb.py", ["linker", "kb", "a=gold.spacy", "b=gold.spacy", "--seeds", "0", "1",
+                                          "--share", "0.5", "--work", "work", "--output", "out.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads((tmp_path / "out.json").read_text())
+    rows = figures["rows"]
+    assert [(r["set"], r["seed"]) for r in rows] == [("a", 0), ("b", 0), ("a", 1), ("b", 1)]
+    for row in rows:
+        held_out = json.loads((tmp_path / "work" / row["set"] / f"seed{row['seed']}" / "held_out.json").read_text())
+        assert row["held_out"] == len(held_out["held_out"]) == 3
+        assert row["n_nil_gold"] == held_out["eval_counts"]["turned_nil"] > 0 and row["n_mentions"] == 8
+        assert 0 < row["nil_pr_auc"] <= 1
+        assert row["other_sets"]["threshold"] == row["oracle"]["threshold"]
+        assert row["other_sets"]["nil_f"] == row["oracle"]["nil_f"]
+    assert rows[0]["nil_pr_auc"] == rows[1]["nil_pr_auc"] and rows[0]["counts"] != rows[2]["counts"]
+    for name in ("a", "b"):
+        auc = figures["summary"][name]["nil_pr_auc"]
+        assert auc["min"] <= auc["mean"] <= auc["max"]
+    assert "| a | mean (range) |" in result.stdout

@@ -1,0 +1,179 @@
+"""NIL detection on an out-of-KB benchmark built from the real data (issue 84): for each evaluation
+set and seed, `hold-out-kb` takes a share of the entities the set mentions out of the KB (their
+mentions NIL gold), the pipeline's KB loses the same entities as `kb remove` takes them (no other
+entity re-encoded, the confidence as fitted before), and the gold mentions are linked with NIL off.
+A link is then taken for NIL where its `span._.kb_confidence` is below a threshold, chosen by the
+best NIL F1 (PEL's rule) on data other than the set scored: the other sets' draws of the same seed
+(`other_sets`), and, apart, each half of the set's documents (even, odd) by the other half
+(`halves`). Per set and seed: the area under the NIL PR curve, NIL P/R/F1 and the in-KB mentions'
+strict accuracy at each chosen threshold (a mention turned NIL wrong), the same mentions' strict
+accuracy with NIL off and with the whole KB, and the best NIL F1 any threshold reaches on the set
+(`oracle`, a ceiling); then the mean, min and max over seeds.
+
+Why: a KB never holds every entity a text mentions; whether a linker can say "not in the KB"
+without losing its in-KB links is measured only where gold says which mentions those are, and a
+draw of entities is one draw, so several are scored.
+
+    python bench/out_of_kb.py /tmp/w/default /tmp/w/kb ncbi=/tmp/w/corpus/ncbi/test.spacy \\
+        bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --seeds 0 1 2 --share 0.2 --work /tmp/oob \\
+        --output bench/results/out_of_kb/default.json
+"""
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from spacy.training import Example
+
+from spacy_arbo.cli import load_pipeline, reporting_errors
+from spacy_arbo.confidence.nil_curve import best_nil_threshold, nil_average_precision
+from spacy_arbo.corpora.out_of_kb import EVAL_FILE, hold_out_kb
+from spacy_arbo.evaluation import link_gold_mentions
+from spacy_arbo.gold_corpus import read_gold_links
+from spacy_arbo.kb.entities import NIL
+from spacy_arbo.pipeline.common.kb_versions import follow_kb, kb_holders
+from spacy_arbo.pipeline.link_confidence import pipeline_linker
+from spacy_arbo.scoring import MentionOutcome, accuracy, mention_outcomes, nil_prf
+from spacy_arbo.util import ArboError
+
+# (set name, seed) -> the outcomes of each document's gold mentions, documents in corpus order.
+Outcomes = List[List[MentionOutcome]]
+SUMMARY_KEYS = ("nil_pr_auc", "in_kb_strict_nil_off", "in_kb_strict_full_kb", "other_sets.nil_p", "other_sets.nil_r",
+                "other_sets.nil_f", "other_sets.in_kb_strict", "halves.nil_p", "halves.nil_r", "halves.nil_f",
+                "halves.in_kb_strict", "oracle.nil_f")
+
+
+def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Tuple[Outcomes, float]:
+    """The pipeline's outcomes on the gold mentions of `corpus`, its KB less `remove` (as
+    `kb remove` leaves it), and the seconds the linking took."""
+    nlp = load_pipeline(pipeline)
+    if remove:
+        linker = pipeline_linker(nlp, pipeline)
+        if any(kb is not linker.kb for _, kb in kb_holders(nlp)):
+            raise ArboError(f"{pipeline}: a component links to a KB of its own, which removing entities would not "
+                            "change; measure a pipeline with one KB.")
+        linker.update_kb(remove=remove)
+        follow_kb(nlp, linker.kb)
+    gold = read_gold_links(corpus, nlp)
+    start = time.perf_counter()
+    predicted = link_gold_mentions(nlp, gold)
+    seconds = time.perf_counter() - start
+    return [mention_outcomes([Example(p, g)]) for p, g in zip(predicted, gold)], seconds
+
+
+def flat(outcomes: Outcomes) -> List[MentionOutcome]:
+    return [o for doc in outcomes for o in doc]
+
+
+def thresholded(outcomes: Sequence[MentionOutcome], threshold: float) -> List[MentionOutcome]:
+    """The outcomes with each link below `threshold` made NIL."""
+    return [dataclasses.replace(o, predicted=NIL) if o.confidence is not None and o.confidence < threshold else o
+            for o in outcomes]
+
+
+def scored(outcomes: Sequence[MentionOutcome]) -> Dict[str, Optional[float]]:
+    """NIL P/R/F1 and the in-KB mentions' strict accuracy, by the metrics' own functions."""
+    return {**nil_prf(outcomes), "in_kb_strict": accuracy([o for o in outcomes if not o.gold_is_nil], "exact")}
+
+
+def halves_scored(outcomes: Outcomes) -> Dict[str, Any]:
+    """Each half of the documents (even, odd) at the threshold the other half picks, pooled."""
+    halves = [flat(outcomes[parity::2]) for parity in (0, 1)]
+    thresholds = [best_nil_threshold(halves[1 - parity]) for parity in (0, 1)]
+    pooled = thresholded(halves[0], thresholds[0]) + thresholded(halves[1], thresholds[1])
+    return {"thresholds": thresholds, **scored(pooled)}
+
+
+def draw_figures(outcomes: Outcomes, full_kb: Outcomes, others: List[MentionOutcome]) -> Dict[str, Any]:
+    mentions, reference = flat(outcomes), flat(full_kb)
+    assert len(mentions) == len(reference), "the draw's corpus holds other mentions than its source"
+    in_kb = [i for i, o in enumerate(mentions) if not o.gold_is_nil]
+    figures: Dict[str, Any] = {
+        "n_mentions": len(mentions), "n_nil_gold": len(mentions) - len(in_kb),
+        "nil_pr_auc": nil_average_precision(mentions),
+        "in_kb_strict_nil_off": scored(mentions)["in_kb_strict"],
+        # The same mentions linked by the pipeline with the whole KB, against their gold before the draw.
+        "in_kb_strict_full_kb": accuracy([reference[i] for i in in_kb], "exact"),
+        "halves": halves_scored(outcomes),
+    }
+    if others:
+        threshold = best_nil_threshold(others)
+        figures["other_sets"] = {"threshold": threshold, **scored(thresholded(mentions, threshold))}
+    threshold = best_nil_threshold(mentions)
+    figures["oracle"] = {"threshold": threshold, **scored(thresholded(mentions, threshold))}
+    return figures
+
+
+def lookup(row: Dict[str, Any], key: str) -> Optional[float]:
+    for part in key.split("."):
+        row = row.get(part) if isinstance(row, dict) else None
+    return row
+
+
+def summary(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Per figure: mean, min and max over the draws."""
+    out = {}
+    for key in SUMMARY_KEYS:
+        values = [v for v in (lookup(row, key) for row in rows) if v is not None]
+        if values:
+            out[key] = {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pipeline", help="a pipeline over the whole KB (e.g. configs/zero_shot.cfg assembled)")
+    parser.add_argument("kb", help="the KB directory the corpora were converted against")
+    parser.add_argument("sets", nargs="+", metavar="NAME=EVAL.spacy", help="evaluation sets, named")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--share", type=float, default=0.2)
+    parser.add_argument("--work", required=True, help="folder for each draw's benchmark (NAME/seedN)")
+    parser.add_argument("--output", help="write the figures as JSON here")
+    args = parser.parse_args()
+    sets = dict(item.split("=", 1) for item in args.sets)
+    if len(sets) != len(args.sets) or not all(sets):
+        parser.error("give each set as NAME=EVAL.spacy, each name once")
+
+    def run() -> None:
+        full = {name: linked(args.pipeline, Path(path))[0] for name, path in sets.items()}
+        draws: Dict[Tuple[str, int], Dict[str, Any]] = {}
+        outcomes: Dict[Tuple[str, int], Outcomes] = {}
+        for seed in args.seeds:
+            for name, path in sets.items():
+                out = Path(args.work) / name / f"seed{seed}"
+                record = hold_out_kb(args.kb, path, out, share=args.share, seed=seed)
+                outcomes[name, seed], seconds = linked(args.pipeline, out / EVAL_FILE, record["held_out"])
+                draws[name, seed] = {"held_out": len(record["held_out"]), "entities_mentioned":
+                                     record["entities_mentioned"], "counts": record["eval_counts"],
+                                     "link_seconds": round(seconds, 1)}
+        rows = []
+        for (name, seed), draw in draws.items():
+            others = [o for other in sets if other != name for o in flat(outcomes[other, seed])]
+            rows.append({"set": name, "seed": seed, **draw, **draw_figures(outcomes[name, seed], full[name], others)})
+        result = {"pipeline": args.pipeline, "kb": args.kb, "sets": sets, "share": args.share, "seeds": args.seeds,
+                  "rows": rows, "summary": {name: summary([r for r in rows if r["set"] == name]) for name in sets}}
+        print_table(result)
+        if args.output:
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.output).write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
+
+    raise SystemExit(reporting_errors(run))
+
+
+def print_table(result: Dict[str, Any]) -> None:
+    keys = SUMMARY_KEYS
+    print(f"| set | seed | {' | '.join(keys)} |")
+    print(f"|---|---:|{'---:|' * len(keys)}")
+    for row in result["rows"]:
+        cells = " | ".join("" if lookup(row, k) is None else f"{lookup(row, k):.3f}" for k in keys)
+        print(f"| {row['set']} | {row['seed']} | {cells} |")
+    for name, figures in result["summary"].items():
+        cells = " | ".join(f"{figures[k]['mean']:.3f} ({figures[k]['min']:.3f}-{figures[k]['max']:.3f})"
+                           if k in figures else "" for k in keys)
+        print(f"| {name} | mean (range) | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
