@@ -19,6 +19,8 @@ from .tower import Tower
 POOLINGS = ("cls", "mean")
 # Where Hugging Face configs keep the dropout on attention probabilities (BERT-likes; others).
 ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")
+# The tower's weights among its saved files (the others are what Hugging Face reads from a folder).
+WEIGHTS_FILE = "weights.pt"
 # A [start, end) range of positions in a row of word pieces.
 Span = Tuple[int, int]
 
@@ -219,7 +221,7 @@ class TransformerTower(Tower):
             self.tokenizer.save_pretrained(tmp)
             self.encoder.config.save_pretrained(tmp)
             files = {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()}
-        files["weights.pt"] = torch_bytes(self.encoder.state_dict())
+        files[WEIGHTS_FILE] = torch_bytes(self.encoder.state_dict())
         files["tower.json"] = srsly.json_dumps(
             {"pooling": self.pooling, "max_length": self.max_length, "use_markers": self.use_markers,
              "frozen_layers": self.frozen_layers}
@@ -229,14 +231,17 @@ class TransformerTower(Tower):
     @classmethod
     def from_files(cls, files: Dict[str, bytes]) -> "TransformerTower":
         from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers.modeling_utils import no_init_weights
 
         settings = srsly.json_loads(files["tower.json"])
         with tempfile.TemporaryDirectory() as tmp:
             for name, data in files.items():
-                (Path(tmp) / name).write_bytes(data)
+                if name != WEIGHTS_FILE:  # read from memory below: writing them out would only cost time
+                    (Path(tmp) / name).write_bytes(data)
             tokenizer = AutoTokenizer.from_pretrained(tmp)
-            encoder = AutoModel.from_config(AutoConfig.from_pretrained(tmp))
-        encoder.load_state_dict(torch_from_bytes(files["weights.pt"]))
+            with no_init_weights():  # every weight is read next: drawing random ones first is wasted
+                encoder = AutoModel.from_config(AutoConfig.from_pretrained(tmp))
+        encoder.load_state_dict(torch_from_bytes(files[WEIGHTS_FILE]))
         return cls(encoder, tokenizer, **settings)
 
 

@@ -19,7 +19,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set
 
 import srsly
 from spacy.language import Language
-from spacy.matcher import PhraseMatcher
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span
 from spacy.training import Example
@@ -29,12 +28,15 @@ from spacy.vocab import Vocab
 from ..component_settings import check_at_least, check_choice, config_checked
 from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
-from ..util import ArboError, atomic_path, read_json
+from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
 from .common.kb_finder_settings import DEFAULT_LABEL, MODES
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
+from .common.name_matcher import ATTRS, NameMatcher
 
 NAMES_FILE = "names.json"
+# The matchers' token sequences and the names' normal forms, read back instead of remade at load.
+MATCHERS_FILE = "matchers.msgpack"
 # Names longer than this many tokens are descriptions, not something a text writes.
 MAX_NAME_TOKENS = 12
 _PARENTHESES = re.compile(r"\s*\([^()]*\)")
@@ -122,7 +124,7 @@ class KBMentionFinder(Pipe):
         # versions were recorded).
         self.kb_version: Optional[str] = None
         self._make_doc = make_doc
-        self._matchers: Dict[str, PhraseMatcher] = {}
+        self._matchers: Dict[str, NameMatcher] = {}
         self._known: Set[str] = set()
         self._long_forms: Optional[LongForms] = None
 
@@ -165,12 +167,9 @@ class KBMentionFinder(Pipe):
                     continue
                 by_case["ORTH" if exact else "LOWER"].add(variant)
         self._known = {normal_form(v) for variants in by_case.values() for v in variants}
-        self._matchers = {}
-        for attr, variants in by_case.items():
-            matcher = PhraseMatcher(self.vocab, attr=attr)
-            patterns = [doc for doc in map(self._make_doc, sorted(variants)) if 0 < len(doc) <= MAX_NAME_TOKENS]
-            matcher.add("KB_NAME", patterns)
-            self._matchers[attr] = matcher
+        self._matchers = {attr: NameMatcher.from_docs(attr, (doc for doc in map(self._make_doc, sorted(variants))
+                                                             if 0 < len(doc) <= MAX_NAME_TOKENS))
+                          for attr, variants in by_case.items()}
 
     def _stop_words(self) -> Set[str]:
         lang = self.vocab.lang or "en"
@@ -186,7 +185,7 @@ class KBMentionFinder(Pipe):
             raise ArboError(f"{self.name} has no KB names: initialize it with a kb_loader or call set_names.")
         check_kb_version(self.name, self, self.nlp)
         found = [Span(doc, start, end, label=self.cfg["label"])
-                 for matcher in self._matchers.values() for _, start, end in matcher(doc)]
+                 for matcher in self._matchers.values() for start, end in matcher(doc)]
         found += self._defined_short_forms(doc)
         if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)
@@ -212,14 +211,19 @@ class KBMentionFinder(Pipe):
         words = normal_form(long_form).split()
         return any(" ".join(words[i:]) in self._known for i in range(max(1, len(words) - 1)))
 
-    # Serialization: the names; the matchers are rebuilt from them ------------------------
+    # Serialization: the names, and the matchers as token strings (remade from the names only for
+    # a finder saved without them) ------------------------------------------------------------
+
+    def _matcher_data(self) -> Dict[str, Any]:
+        return {"known": sorted(self._known), **{attr: m.to_list() for attr, m in self._matchers.items()}}
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names, "kb_version": self.kb_version})
+        return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names, "kb_version": self.kb_version,
+                                    "matchers": self._matcher_data()})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
         data = srsly.msgpack_loads(bytes_data)
-        self._load(data, f"{self.name}'s bytes")
+        self._load(data, data.get("matchers"), f"{self.name}'s bytes", f"{self.name}'s bytes")
         self.kb_version = data.get("kb_version")
         return self
 
@@ -228,24 +232,34 @@ class KBMentionFinder(Pipe):
         path.mkdir(parents=True, exist_ok=True)
         with atomic_path(path / NAMES_FILE) as tmp:
             srsly.write_json(tmp, {"cfg": self.cfg, "names": self.names})
+        with atomic_path(path / MATCHERS_FILE) as tmp:
+            srsly.write_msgpack(tmp, self._matcher_data())
         write_version(path, self.kb_version)
 
     def from_disk(self, path: Path, *, exclude: Iterable[str] = tuple()) -> "KBMentionFinder":
-        file = Path(path) / NAMES_FILE
-        self._load(read_json(file), str(file))
+        file, matchers = Path(path) / NAMES_FILE, Path(path) / MATCHERS_FILE
+        saved = read_msgpack(matchers, f"{self.name}'s matchers") if matchers.exists() else None
+        self._load(read_json(file), saved, str(file), str(matchers))
         self.kb_version = read_version(Path(path))
         return self
 
-    def _load(self, data: Any, origin: str) -> "KBMentionFinder":
+    def _load(self, data: Any, matchers: Optional[Dict[str, Any]], origin: str, matchers_origin: str
+              ) -> "KBMentionFinder":
         try:
             names, cfg = list(data["names"]), dict(data["cfg"])
         except (KeyError, TypeError) as err:
             raise ArboError(f"{origin}: not a {self.name} names file (no {err}).") from None
         self.cfg.update(cfg)
         self.names = names
-        self._build()
+        if matchers is None:
+            self._build()
+            return self
+        try:
+            self._known = set(matchers["known"])
+            self._matchers = {attr: NameMatcher(attr, matchers[attr]) for attr in ATTRS}
+        except (KeyError, TypeError) as err:
+            raise ArboError(f"{matchers_origin}: {self.name}'s matchers are damaged (no {err}).") from None
         return self
-
 
 def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
     """Remove from `doc.ents` the proposals of `doc.spans[spans_key]` that the linker linked

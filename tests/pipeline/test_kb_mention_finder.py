@@ -93,6 +93,26 @@ def test_round_trip(toy_kb, tmp_path):
     assert [mentions(d) for d in nlp.pipe(texts)] == [mentions(d) for d in loaded.pipe(texts)]
 
 
+def test_a_loaded_finder_reads_its_matchers_and_an_older_one_remakes_them(toy_kb, tmp_path, monkeypatch):
+    from spacy_arbo.pipeline.kb_mention_finder import MATCHERS_FILE, KBMentionFinder
+
+    nlp = finder_nlp(toy_kb)
+    texts = [text for text, _ in TOY_TEXTS] + ["Colorectal Neoplasm and a DM patient.", "Anemias, hemolytic."]
+    expected = [mentions(d) for d in nlp.pipe(texts)]
+    nlp.to_disk(tmp_path / "p")
+    built = []
+    original = KBMentionFinder._build
+    monkeypatch.setattr(KBMentionFinder, "_build", lambda self: (built.append(1), original(self)))
+    loaded = spacy.load(tmp_path / "p")
+    assert built == [] and [mentions(d) for d in loaded.pipe(texts)] == expected
+    (tmp_path / "p" / "kb_mention_finder" / MATCHERS_FILE).unlink()  # as saved before the matchers were
+    older = spacy.load(tmp_path / "p")
+    assert built == [1] and [mentions(d) for d in older.pipe(texts)] == expected
+    (tmp_path / "p" / "kb_mention_finder" / MATCHERS_FILE).write_bytes(srsly.msgpack_dumps({"known": []}))
+    with pytest.raises(ArboError, match=f"{MATCHERS_FILE}: kb_mention_finder's matchers are damaged"):
+        spacy.load(tmp_path / "p")
+
+
 def test_clear_errors(toy_kb, tmp_path):
     nlp = spacy.blank("en")
     finder = nlp.add_pipe("kb_mention_finder")
