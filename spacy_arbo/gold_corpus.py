@@ -6,7 +6,7 @@ and every setting a tuner tries ties at them. Both are named before any linking.
 """
 import warnings
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc

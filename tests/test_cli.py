@@ -631,7 +631,7 @@ def test_select_pipeline_copies_the_best_on_dev(linked, capsys):
     assert f"{tmp / 'pipeline'} scores +0.1905 over {tmp / 'remembered'}, less than --min-gain 0.2" in printed
     assert spacy.load(out).pipe_names == ["arbo_linker", "link_memory"]
     assert main(["workflow", "select-pipeline", *candidates, "--dev", dev, "--output", str(out), "--min-gain", "1"]) == 1
-    assert "--min-gain is a difference of nel_micro_f in [0, 1), got 1.0" in capsys.readouterr().err
+    assert "--min-gain (a difference of nel_micro_f) takes a number in [0, 1); got 1.0" in capsys.readouterr().err
     assert main(["workflow", "select-pipeline", candidates[0], candidates[0], "--dev", dev, "--output", str(out)]) == 1
     assert "two or more distinct pipelines" in capsys.readouterr().err
     DocBin().to_disk(tmp / "empty.spacy")

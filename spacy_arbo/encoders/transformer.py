@@ -8,6 +8,7 @@ import srsly
 import torch
 from spacy.util import registry
 
+from ..ranges import check_range
 from ..torch_model import torch_bytes, torch_from_bytes
 from ..util import ArboError, PathLike, atomic_path
 from .precision import Bf16Copy, autocast_gradient_passes
@@ -261,8 +262,7 @@ def set_attention_dropout(config, attention_dropout: Optional[float], name: str)
 
 
 def check_attention_dropout(attention_dropout: Optional[float]) -> None:
-    if attention_dropout is not None and not 0.0 <= attention_dropout < 1.0:
-        raise ArboError(f"attention_dropout must be null or in [0, 1), got {attention_dropout}.")
+    check_range("attention_dropout", attention_dropout, 0, 1, high_open=True, allow_none=True)
 
 
 @registry.architectures("spacy_arbo.TransformerTower.v1")

@@ -24,6 +24,7 @@ from ..pipeline.common.configured_pipe import ConfiguredPipe
 from ..pipeline.common.gold_ents import with_gold_mentions
 from ..pipeline.common.links import CANDIDATES, best_above, install_extensions, write_link
 from ..pipeline.common.neighbours import neighbours
+from ..ranges import check_range
 from ..scoring import gold_ids
 from ..torch_model import get_module
 from ..util import ArboError
@@ -84,8 +85,7 @@ class RerankerSettings(PairText):
                        max_name_tokens=self.max_name_tokens, batch_tokens=self.batch_tokens)
         check_at_least(0, definition_tokens=self.definition_tokens, alias_tokens=self.alias_tokens,
                        parent_tokens=self.parent_tokens)
-        if self.listwise_weight < 0:
-            raise ArboError(f"listwise_weight takes a number >= 0; got {self.listwise_weight!r}.")
+        check_range("listwise_weight", self.listwise_weight, 0)
 
 
 @Language.factory(

@@ -5,7 +5,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..component_settings import check_at_least, check_choice
-from ..util import ArboError
+from ..ranges import check_range
 
 if TYPE_CHECKING:
     from .synonyms import PairLoss
@@ -36,10 +36,8 @@ class AlignmentSettings:
         check_at_least(0, max_pairs=self.max_pairs, seed=self.seed)
         check_choice("loss", self.loss, LOSSES)
         check_choice("batching", self.batching, BATCHINGS)
-        if not self.learning_rate > 0:
-            raise ArboError(f"learning_rate takes a number > 0; got {self.learning_rate!r}.")
-        if not 0.0 <= self.held_out < 1.0:
-            raise ArboError(f"held_out takes a share of the entities in [0, 1); got {self.held_out!r}.")
+        check_range("learning_rate", self.learning_rate, 0, low_open=True)
+        check_range("held_out", self.held_out, 0, 1, high_open=True)
 
     def pair_loss(self) -> "PairLoss":
         from .synonyms import multi_positive_infonce, multi_similarity_loss  # torch: only when training

@@ -11,6 +11,7 @@ buys no better test score for a slower or riskier pipeline."""
 from dataclasses import dataclass
 from typing import Any, Dict, Generic, Sequence, TypeVar
 
+from ..ranges import check_range
 from ..util import ArboError
 
 # What a costlier setting must add to the score on dev to be chosen: half a point.
@@ -43,5 +44,5 @@ def choose(trials: Sequence[Trial[T]], min_gain: float = 0.0) -> Trial[T]:
 
 
 def check_min_gain(min_gain: float, name: str = "min_gain", metric: str = "link F") -> None:
-    if isinstance(min_gain, bool) or not isinstance(min_gain, (int, float)) or not 0.0 <= min_gain < 1.0:
-        raise ArboError(f"{name} is a difference of {metric} in [0, 1), got {min_gain}.")
+    """`min_gain` is a difference of `metric`, a share."""
+    check_range(f"{name} (a difference of {metric})", min_gain, 0, 1, high_open=True)

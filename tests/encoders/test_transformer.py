@@ -101,7 +101,7 @@ def test_attention_dropout_replaces_the_checkpoints_and_is_saved(tiny_bert_dir):
 
 
 def test_bad_attention_dropout(tiny_bert_dir):
-    with pytest.raises(ArboError, match=r"attention_dropout must be null or in \[0, 1\), got 1.5"):
+    with pytest.raises(ArboError, match=r"attention_dropout takes a number in \[0, 1\) or null; got 1.5"):
         build_transformer_tower(str(tiny_bert_dir), attention_dropout=1.5)
     with pytest.raises(ArboError, match=r"the config of 'odd' \(SimpleNamespace\) has none of"):
         set_attention_dropout(types.SimpleNamespace(), 0.0, "odd")

@@ -306,7 +306,7 @@ def test_attention_dropout_reaches_the_cross_encoder(tiny_bert_dir, toy_kb):
     nlp = make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, attention_dropout=0.0))
     encoder = get_module(nlp.get_pipe("multi_cross_reranker").model).backbone.encoder
     assert {layer.attention.self.dropout_prob for layer in encoder.encoder.layer} == {0.0}
-    with pytest.raises(ArboError, match=r"attention_dropout must be null or in \[0, 1\), got -0.1"):
+    with pytest.raises(ArboError, match=r"attention_dropout takes a number in \[0, 1\) or null; got -0.1"):
         make_reranker_nlp(tiny_bert_dir, toy_kb, cross_encoder(tiny_bert_dir, attention_dropout=-0.1))
 
 

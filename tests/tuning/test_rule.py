@@ -45,5 +45,5 @@ def test_nothing_to_choose_from_is_an_error():
 def test_min_gain_is_a_difference_in_zero_to_one(min_gain):
     check_min_gain(0.0)
     check_min_gain(MIN_GAIN)
-    with pytest.raises(ArboError, match=r"^max_loss is a difference of accuracy@1 in \[0, 1\), got "):
+    with pytest.raises(ArboError, match=r"^max_loss \(a difference of accuracy@1\) takes a number in \[0, 1\); got "):
         check_min_gain(min_gain, "max_loss", "accuracy@1")
