@@ -5,13 +5,13 @@ config takes, the first time (encoding the KB) and the second (reading the entit
 Each measurement is its own Python process, as a service restart, a notebook, a Ray worker or a
 CLI call pays it: wall time from the parent, the child's own split (imports, `spacy.load`, first
 document) and its peak RSS. Loading takes turns with the bare process, REPEATS times, and the
-fastest of each counts. With `--profile`, `spacy.load` runs once more under cProfile and the
-functions it spends most time in are written beside the JSON.
+fastest of each counts. With `--profile`, `spacy.load` of the last pipeline runs once more under
+cProfile and the functions it spends most time in are written beside the JSON.
 
 Why: load time is paid once per process by every user; only a figure beside the bare process of
 the same run compares across machines (they differ up to 2x).
 
-    python bench/load_time.py default --repeats 3 --profile --output bench/results/load_time/ctd.json
+    python bench/load_time.py quickstart_before quickstart --repeats 3 --profile --output bench/results/load_time/ctd.json
     python bench/load_time.py default --initialize configs/zero_shot.cfg --kb kb --output load.json
 """
 import argparse
@@ -94,7 +94,8 @@ def fastest(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("pipeline", help="a saved pipeline")
+    parser.add_argument("pipelines", nargs="+", metavar="PIPELINE",
+                        help="saved pipelines (e.g. one saved before a change, then after), each timed beside the bare process")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="write spacy.load's cProfile beside --output")
     parser.add_argument("--initialize", metavar="CONFIG", help="also time initialize() of this config, twice")
@@ -102,17 +103,21 @@ def main() -> None:
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
 
-    bare, loaded = [], []
+    bare: List[Dict[str, Any]] = []
+    loaded: Dict[str, List[Dict[str, Any]]] = {str(p): [] for p in args.pipelines}
     for _ in range(args.repeats):
         bare.append(child(BARE.format(text=TEXT)))
-        loaded.append(child(LOAD.format(pipeline=str(args.pipeline), text=TEXT)))
-    b, l = fastest(bare), fastest(loaded)
-    result: Dict[str, Any] = {"pipeline": str(args.pipeline), "repeats": args.repeats, "bare": b, "loaded": l,
-                              "beyond_bare_s": l["wall"] - b["wall"], "cpus": os.cpu_count()}
-    print(f"bare spacy.blank process      {b['wall']:6.2f} s   peak RSS {b['peak_rss_mb']:7.0f} MB")
-    print(f"load + first document         {l['wall']:6.2f} s   peak RSS {l['peak_rss_mb']:7.0f} MB   "
-          f"(imports {l['imports']:.2f} s, spacy.load {l['load']:.2f} s, first doc {l['first_doc']:.2f} s)")
-    print(f"beyond the bare process       {result['beyond_bare_s']:6.2f} s   links {l['links']}")
+        for pipeline in loaded:
+            loaded[pipeline].append(child(LOAD.format(pipeline=pipeline, text=TEXT)))
+    b = fastest(bare)
+    result: Dict[str, Any] = {"repeats": args.repeats, "cpus": os.cpu_count(), "bare": b, "pipelines": {}}
+    print(f"bare spacy.blank process          {b['wall']:6.2f} s   peak RSS {b['peak_rss_mb']:7.0f} MB")
+    for pipeline, runs in loaded.items():
+        l = fastest(runs)
+        result["pipelines"][pipeline] = {**l, "beyond_bare_s": l["wall"] - b["wall"]}
+        print(f"{pipeline[-24:]:<24} load + 1 doc {l['wall']:6.2f} s   peak RSS {l['peak_rss_mb']:7.0f} MB   "
+              f"beyond bare {l['wall'] - b['wall']:5.2f} s (imports {l['imports']:.2f} s, spacy.load {l['load']:.2f} s, "
+              f"first doc {l['first_doc']:.2f} s)   links {l['links']}")
 
     if args.initialize:
         with tempfile.TemporaryDirectory() as cache:
@@ -126,7 +131,7 @@ def main() -> None:
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         if args.profile:
-            profile = subprocess.run([sys.executable, "-c", PROFILE.format(pipeline=str(args.pipeline))],
+            profile = subprocess.run([sys.executable, "-c", PROFILE.format(pipeline=str(args.pipelines[-1]))],
                                      capture_output=True, text=True, check=True).stdout
             args.output.with_suffix(".profile.txt").write_text(profile)
         args.output.write_text(json.dumps(result, indent=2) + "\n")
