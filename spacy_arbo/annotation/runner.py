@@ -62,8 +62,8 @@ class Summary:
         if self.input_mentions is not None:
             c = self.input_mentions
             given = (f"; {c['input']:,} of them the input's ({c['aligned']:,} aligned to token boundaries, "
-                     f"{c['overlapping']:,} overlapping another, linked in a copy of the document, "
-                     f"{c['on_no_token']:,} on no token: NIL)")
+                     f"{c['overlapping']:,} overlapping another (linked in copies of their document), "
+                     f"{c['on_no_token']:,} on no token (NIL))")
         return (f"linked {self.documents:,} documents{kept}: {self.mentions:,} mentions ({self.nil:,} NIL{review})"
                 f"{given}{rate}; {self.bad_records:,} bad records skipped{warnings}; wrote {output}")
 

@@ -4,10 +4,12 @@ compared as the KB compares them: normalised (`D001` is `MESH:D001`, prefixes ca
 or, with a KB, read through it (alt ids to their entity, unknown ids dropped); -1 ids are
 dropped and mentions left with no id not counted. Inputs that cannot be compared (other
 documents, other id spellings, types the gold file lacks) are an error, never a zero. Whether a
-link is right is `scoring.link_is_right`'s exact rule."""
+link is right is `scoring.link_is_right`'s exact rule. When the predictions are of the gold file's
+own mentions (`link --mentions input`), the linking-only figure is given too: the share of gold
+mentions whose predicted id set is theirs (no id: NIL), as `evaluate` scores gold mentions."""
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..corpora import parse_gold_ids, read_pubtator
 from ..kb.entities import namespace, normalize_id
@@ -16,6 +18,7 @@ from ..scoring import Link, end_to_end_prf
 from ..util import ArboError, PathLike
 
 EXAMPLES = 3
+Span = Tuple[str, int, int, str]  # PMID, start, end, type
 
 
 @dataclass
@@ -29,6 +32,9 @@ class _Read:
     namespaces: Dict[str, str] = field(default_factory=dict)
     ids: int = 0
     unknown: List[str] = field(default_factory=list)
+    # Every mention's span and type -> its id set (empty: NIL, or ids the KB lacks), of `types` / of any type.
+    spans: Dict[Span, FrozenSet[str]] = field(default_factory=dict)
+    all_spans: Set[Span] = field(default_factory=set)
 
 
 def pubtator_links(path: PathLike, kb: Optional[BaseEntityStore] = None,
@@ -43,6 +49,7 @@ def _read(path: PathLike, kb: Optional[BaseEntityStore], types: Optional[Sequenc
         read.pmids[doc.pmid] = None
         for m in doc.mentions:
             read.types[m.type] += 1
+            read.all_spans.add((doc.pmid, m.start, m.end, m.type))
             if types is not None and m.type not in types:
                 continue
             ids = set()
@@ -55,6 +62,7 @@ def _read(path: PathLike, kb: Optional[BaseEntityStore], types: Optional[Sequenc
                     continue
                 ids.add(kb_id)
                 read.namespaces.setdefault(namespace(kb_id), where)
+            read.spans[(doc.pmid, m.start, m.end, m.type)] = frozenset(ids)
             if ids:
                 read.links.add((doc.pmid, m.start, m.end, frozenset(ids)))
     if not read.pmids:
@@ -110,4 +118,7 @@ def score_pubtator(predicted: PathLike, gold: PathLike, kb: Optional[BaseEntityS
         raise ArboError(f"{gold}: nothing to score against: none of its mentions{' of --types' if types else ''} "
                         f"has {why}.")
     _check_ids(predicted, gold, kb, pred, want)
-    return {f"e2e_{key}": value for key, value in end_to_end_prf(pred.links, want.links, "exact").items()}
+    scores = {f"e2e_{key}": value for key, value in end_to_end_prf(pred.links, want.links, "exact").items()}
+    if pred.all_spans == want.all_spans:  # the gold mentions, linked: how many links are right
+        scores["accuracy"] = sum(pred.spans[span] == ids for span, ids in want.spans.items()) / len(want.spans)
+    return scores

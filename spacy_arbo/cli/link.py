@@ -54,7 +54,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = commands.add_parser("score-pubtator", help="end-to-end P/R/F of a PubTator file `link` wrote against a gold "
                               "PubTator file (exact span and id set, as evaluate --end-to-end)",
                               description="Files of different documents, ids no normalisation reconciles, and "
-                              "--types the gold file lacks are an error naming them, not a score.")
+                              "--types the gold file lacks are an error naming them, not a score. When the predictions "
+                              "are of the gold file's own mentions (link --mentions input), the linking-only accuracy "
+                              "is printed too.")
     cmd.add_argument("predicted")
     cmd.add_argument("gold", help="a PubTator file of the same documents")
     cmd.add_argument("--kb", help="read both files' ids through this KB (build-kb), as convert-corpus --kb does; "

@@ -74,7 +74,7 @@ def test_input_mentions_are_linked_with_their_own_spans_and_labels(toy_pipeline,
     assert out[1]["mentions"] == []
     counts = summary.input_mentions
     assert (counts["input"], counts["aligned"], counts["overlapping"], counts["on_no_token"]) == (3, 1, 2, 0)
-    assert "3 of them the input's (1 aligned to token boundaries, 2 overlapping another" in \
+    assert "3 of them the input's (1 aligned to token boundaries, 2 overlapping another (linked in copies" in \
         summary.line(tmp_path / "out.jsonl")
 
 

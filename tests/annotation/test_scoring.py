@@ -29,6 +29,47 @@ def test_ids_read_through_the_kb_exact_id_sets_gold_types_only(tmp_path, toy_kb)
     assert score_pubtator(tmp_path / "pred.pubtator", tmp_path / "gold.pubtator", toy_kb)["e2e_r"] == 1 / 3
 
 
+def test_predictions_of_the_gold_mentions_give_the_linking_accuracy(tmp_path, toy_kb):
+    """`link --mentions input` writes the gold file's own spans: the share of gold mentions whose id
+    set is right (NIL gold right when none is predicted) is the linking-only figure."""
+    (tmp_path / "gold.pubtator").write_text(GOLD)
+    linked = PREDICTED + "1\t23\t25\tWD\tChemical\tMESH:D006527\n"
+    (tmp_path / "pred.pubtator").write_text(linked)
+    scores = score_pubtator(tmp_path / "pred.pubtator", tmp_path / "gold.pubtator", toy_kb, ["Disease"])
+    assert scores["accuracy"] == 2 / 3  # Diabetes right, fever's id set wrong, WD's NIL right
+    assert score_pubtator(tmp_path / "pred.pubtator", tmp_path / "gold.pubtator", toy_kb)["accuracy"] == 3 / 4
+    # Predictions of other spans (a recognizer's: here the Chemical one is missing) have no linking-only figure.
+    (tmp_path / "pred2.pubtator").write_text(PREDICTED)
+    assert "accuracy" not in score_pubtator(tmp_path / "pred2.pubtator", tmp_path / "gold.pubtator", toy_kb)
+
+
+@pytest.mark.slow
+def test_linking_the_gold_mentions_scores_as_evaluate(data_dir, tmp_path):
+    """link --mentions input over NCBI test's PubTator file, then score-pubtator: the linking-only
+    accuracy is evaluate's strict accuracy on the same gold mentions (TF-IDF linker, CTD KB)."""
+    from spacy_arbo.cli import main
+    from spacy_arbo.corpora import read_docbin
+    from spacy_arbo.evaluation import evaluate_linking
+    from spacy_arbo.kb.store import open_store
+    from spacy_arbo.pipeline_loading import load_pipeline
+
+    assert main(["build-kb", str(data_dir / "ctd" / "CTD_diseases_2017-06-06.tsv.gz"), str(tmp_path / "kb"),
+                 "--format", "ctd"]) == 0
+    assert main(["workflow", "convert-corpus", "ncbi", str(data_dir), str(tmp_path / "corpus"), "--kb",
+                 str(tmp_path / "kb")]) == 0
+    config = str(Path(__file__).resolve().parents[2] / "configs" / "tfidf.cfg")
+    subprocess.run([sys.executable, "-m", "spacy", "assemble", config, str(tmp_path / "tfidf"), "--paths.kb",
+                    str(tmp_path / "kb")], check=True, capture_output=True)
+    gold = data_dir / "ncbi_disease" / "NCBItestset_corpus.txt"
+    link_corpus(tmp_path / "tfidf", [gold], tmp_path / "test.pubtator", fmt="pubtator", mentions="input",
+                progress=False)
+    scores = score_pubtator(tmp_path / "test.pubtator", gold, open_store(tmp_path / "kb"))
+    nlp = load_pipeline(tmp_path / "tfidf")
+    expected = evaluate_linking(nlp, read_docbin(tmp_path / "corpus" / "test.spacy", nlp.vocab))
+    assert scores["accuracy"] == pytest.approx(expected["accuracy_strict"], abs=5e-4)
+    assert 0.6 < scores["accuracy"] < 0.9
+
+
 @pytest.mark.slow
 def test_link_on_bc5cdr_dev_scores_as_evaluate_end_to_end(data_dir, tmp_path):
     """The TF-IDF linker behind add-kb-finder (raw text in), CTD KB: about a minute."""
