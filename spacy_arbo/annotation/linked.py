@@ -51,20 +51,19 @@ class LinkedDocuments:
         docs = list(self.nlp.pipe(map(self.input, records), batch_size=batch_size, disable=self.disabled))
         return self.documents(records, docs), docs
 
-    def document(self, record: Record, doc: Doc) -> LinkedDocument:
+    def document(self, record: Record, mentions: List[Dict[str, Any]]) -> LinkedDocument:
         document: LinkedDocument = {"id": record.id, **record.fields, "text": record.text}
         if record.passages:
             document["passages"] = [list(p) for p in record.passages]
         if record.gold:
             document["gold"] = record.gold
-        document["mentions"] = [self.mention(ent) for ent in doc.ents]
+        document["mentions"] = mentions
         return document
 
     def input_document(self, record: Record, doc: Doc, linked: Dict[int, Span]) -> LinkedDocument:
         """The record's input mentions in their order, spans and labels as the input gives them, with
         the links of `linked` (input index -> the span linked); with "both", the pipeline's mentions
         that overlap none of them too."""
-        document = self.document(record, doc)
         placement = place_mentions(doc, record.gold)
         tokens = {m.index: m for layer in placement.layers for m in layer}
         mentions = []
@@ -76,8 +75,7 @@ class LinkedDocuments:
             mentions += [{**self.mention(ent), "source": "pipeline"} for ent in doc.ents
                          if not covered.intersection(range(ent.start, ent.end))]
             mentions.sort(key=lambda m: (m["start"], m["end"]))
-        document["mentions"] = mentions
-        return document
+        return self.document(record, mentions)
 
     def input_mention(self, gold: Dict[str, Any], ent: Optional[Span], placed: Optional[PlacedMention]) -> Dict[str, Any]:
         """An input mention with its link; one no token holds is NIL with no candidates."""
@@ -123,7 +121,7 @@ class LinkedDocuments:
         for record, doc in zip(records, docs):
             doc.user_data["doc_id"] = record.id
         if self.mentions == "pipeline":
-            linked = [self.document(record, doc) for record, doc in zip(records, docs)]
+            linked = [self.document(record, list(map(self.mention, doc.ents))) for record, doc in zip(records, docs)]
         else:
             links = self.input_links(records, docs)
             linked = [self.input_document(*args) for args in zip(records, docs, links)]
@@ -155,4 +153,3 @@ class LinkedDocuments:
             return None
         names = [self.kb[part].name for part in split_ids(kb_id) if part in self.kb]
         return " | ".join(names) or None
-

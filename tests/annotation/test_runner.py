@@ -200,7 +200,7 @@ def confidence_extension():
 def test_min_confidence_sends_unsure_links_to_review(toy_nlp, confidence_extension):
     doc = toy_nlp("Fever and coughing were reported.")
     doc.ents[0]._.kb_confidence, doc.ents[1]._.kb_confidence = 0.9, 0.2
-    linked = LinkedDocuments(toy_nlp, min_confidence=0.5).document(Record("1", doc.text, "here"), doc)
+    linked = LinkedDocuments(toy_nlp, min_confidence=0.5).documents([Record("1", doc.text, "here")], [doc])[0]
     assert [(m["kb_id"], m["name"], m["confidence"], m.get("review")) for m in linked["mentions"]] == [
         ("MESH:D005334", "Fever", 0.9, None), ("NIL", None, 0.2, True)]
     assert [(m.get("proposed_kb_id"), m.get("proposed_name")) for m in linked["mentions"]] == [
