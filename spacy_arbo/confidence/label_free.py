@@ -12,6 +12,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
+from ..encoders.vector_cache import VectorCache
 from ..kb.store import BaseEntityStore
 from ..util import ArboError
 from .calibration import Calibration, fit_calibration
@@ -37,6 +38,13 @@ SWAPS = 2
 UNLIKE_IN_CORPORA = ("log_chars", "words", "lowercase", "remembered")
 SENTENCES = ("Patients with {} were enrolled.", "We report a case of {} in a child.", "{} was diagnosed.",
              "The risk of {} increased.", "Mutations cause {} in this family.")
+
+
+def _calibration(data: bytes) -> Calibration:
+    try:
+        return Calibration.from_dict(srsly.msgpack_loads(data), "a cached label-free calibration")
+    except (ValueError, TypeError, AttributeError) as err:
+        raise ArboError(f"not a calibration ({type(err).__name__}).") from None
 
 
 def vary(name: str, rng: random.Random, other_words: Sequence[str]) -> str:
@@ -144,17 +152,27 @@ class LabelFreeConfidence:
         self.calibration: Optional[Calibration] = None
         self.fitted_for: Optional[str] = None
 
-    def refit(self, saving: bool = False) -> None:
-        """Fit on the links the linker makes of the KB's names, unless fitted for its current key.
+    def refit(self, saving: bool = False, cache: Optional[VectorCache] = None) -> None:
+        """Fit on the links the linker makes of the KB's names, unless fitted for its current key
+        (with `cache`, read where the same weights, settings, KB and pipeline were fitted before).
         `saving` never encodes the KB: behind an index that lags the weights (left out of the saved
         pipeline), it keeps the calibration it has. A linker that cannot link yet (a transductive
         one before its training mentions) is left as it is, and says so."""
         linking = self._linking()
         if linking is None or self.fitted_for == self._key() or (saving and not self._index_current()):
             return
+
+        def fit() -> Calibration:
+            return label_free_calibration(linking.kb, linking.nlp.vocab, linking.nlp.make_doc, linking.link,
+                                          linking.features(), seed=linking.seed)
+
         try:
-            self.calibration = label_free_calibration(linking.kb, linking.nlp.vocab, linking.nlp.make_doc,
-                                                      linking.link, linking.features(), seed=linking.seed)
+            if cache is None:
+                self.calibration = fit()
+            else:
+                what = (f"label-free confidence {self._key()} kb={linking.kb.fingerprint()} seed={linking.seed} "
+                        f"n={N_MENTIONS} features={','.join(FEATURES)} pipes={','.join(linking.nlp.pipe_names)}")
+                self.calibration = cache.remember(what, lambda: srsly.msgpack_dumps(fit().to_dict()), _calibration)
         except ArboError as err:
             logger.info("%s: confidence not calibrated (%s); it is when its settings change or it is saved.",
                         self.name, err)

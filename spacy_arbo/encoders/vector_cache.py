@@ -1,4 +1,5 @@
-"""Entity vectors kept on disk by what made them, so a KB is encoded once per encoder.
+"""Entity vectors kept on disk by what made them, so a KB is encoded once per encoder (and the
+small results fitted by linking with them, such as the label-free confidence, once per linker).
 
 Initializing a linker on a large KB is mostly encoding its names, and every process that
 initializes the same pipeline (a notebook restarted, `spacy assemble` run again, a Ray worker)
@@ -14,13 +15,14 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import BinaryIO, Callable, Optional, Sequence, TypeVar
 
 import numpy as np
 
-from ..util import ArboWarning
+from ..util import ArboError, ArboWarning
 from .templates import EntityInput
 
+T = TypeVar("T")
 ENV = "SPACY_ARBO_CACHE"
 # Part of every key: bump it when the way entity texts are encoded changes (not their weights or texts).
 FORMAT = "entity-vectors-v1"
@@ -71,6 +73,22 @@ class VectorCache:
             self.write(key, vectors)
         return vectors
 
+    def remember(self, what: str, make: Callable[[], bytes], load: Callable[[bytes], T]) -> T:
+        """`load` of the bytes `make` gives for `what` (a string naming everything they depend
+        on): read when made before, else made and kept. An entry `load` refuses (an ArboError)
+        is damaged: made again."""
+        path = self.root / f"{hashlib.sha256(f'{FORMAT}{what}'.encode('utf8')).hexdigest()}.bin"
+        if path.exists():
+            try:
+                loaded = load(path.read_bytes())
+                os.utime(path)
+                return loaded
+            except (OSError, ArboError) as err:
+                warnings.warn(f"{path}: a damaged cache entry ({err}); made again.", ArboWarning)
+        data = make()
+        self._write_whole(path, lambda out: out.write(data))
+        return load(data)
+
     def read(self, key: str, rows: int) -> Optional[np.ndarray]:
         path = self.path(key)
         if not path.exists():
@@ -86,25 +104,32 @@ class VectorCache:
         return vectors
 
     def write(self, key: str, vectors: np.ndarray) -> None:
-        """Write the entry whole or not at all; a cache that cannot be written is only a warning."""
+        self._write_whole(self.path(key), lambda out: np.save(
+            out, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False))
+        self.prune()
+
+    def _write_whole(self, path: Path, write: Callable[[BinaryIO], None]) -> None:
+        """Write `path` whole or not at all (temp file, then rename); a cache that cannot be
+        written is only a warning."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            handle, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{key[:16]}.", suffix=".tmp")
+            handle, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{path.stem[:16]}.", suffix=".tmp")
             try:
                 with os.fdopen(handle, "wb") as out:
-                    np.save(out, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-                os.replace(tmp, self.path(key))
+                    write(out)
+                os.replace(tmp, path)
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
-            self.prune()
         except OSError as err:
-            warnings.warn(f"{self.root}: entity vectors not cached ({err}).", ArboWarning)
+            warnings.warn(f"{self.root}: not cached ({err}).", ArboWarning)
 
     def prune(self) -> None:
-        entries = sorted(self.root.glob("*.npy"), key=_last_used, reverse=True)
-        for path in entries[self.max_entries:]:
-            path.unlink(missing_ok=True)
+        """Remove the least recently used entries past `max_entries` (of each kind)."""
+        for pattern in ("*.npy", "*.bin"):
+            entries = sorted(self.root.glob(pattern), key=_last_used, reverse=True)
+            for path in entries[self.max_entries:]:
+                path.unlink(missing_ok=True)
 
 
 def _last_used(path: Path) -> float:

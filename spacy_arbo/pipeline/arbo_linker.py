@@ -179,13 +179,13 @@ class ArboLinker(ConfiguredPipe):
         self.read_mentions.check_knowledge_units()
         self.training.warn_of_limits(self.name)
         self.set_training_mentions(eg.reference for eg in examples)
-        retriever = self.require_retriever()
+        retriever, cache = self.require_retriever(), default_cache()
         if self.settings.uses_dense and not (retriever.kb.path and retriever.load_prebuilt(
                 retriever.kb.path, self.encoder.fingerprint(entities_only=True))):
-            self.refresh_index(cache=default_cache())
+            self.refresh_index(cache=cache)
         if self.settings.uses_tfidf:
             retriever.ensure_tfidf()
-        self.confidence.refit()
+        self.confidence.refit(cache=cache)
         self.no_mention_finder.initialized(self.nlp, self, self.name, examples)
 
     def confidence_key(self) -> str:

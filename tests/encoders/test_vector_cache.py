@@ -8,6 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from spacy_arbo.confidence import label_free
 from spacy_arbo.encoders import vector_cache
 from spacy_arbo.encoders.templates import EntityInput
 from spacy_arbo.encoders.vector_cache import VectorCache, cache_key, default_cache_dir
@@ -131,13 +132,25 @@ def test_a_second_initialize_reads_the_kb_vectors_and_links_the_same(tmp_path, m
     first = make_nlp(tmp_path / "kb")
     (entry,) = (tmp_path / "cache").glob("*.npy")
 
-    encoded = []
+    encoded, fits = [], []
     original = vector_cache.VectorCache.write
     monkeypatch.setattr(vector_cache.VectorCache, "write", lambda self, key, v: (encoded.append(key),
                                                                                 original(self, key, v)))
+    fit = label_free.label_free_calibration
+    monkeypatch.setattr(label_free, "label_free_calibration", lambda *a, **k: fits.append(1) or fit(*a, **k))
     second = make_nlp(tmp_path / "kb")
-    assert encoded == []  # read, not encoded
+    assert encoded == [] and fits == []  # the vectors and the label-free confidence read, not made again
     assert links(second.pipe(unlinked(second, docs))) == links(first.pipe(unlinked(first, docs)))
+    confidences = [[e._.kb_confidence for e in d.ents] for d in second.pipe(unlinked(second, docs))]
+    assert confidences == [[e._.kb_confidence for e in d.ents] for d in first.pipe(unlinked(first, docs))]
+    assert second.get_pipe("arbo_linker").confidence.fitted_for == first.get_pipe("arbo_linker").confidence.fitted_for
+
+    # A damaged calibration entry is fitted again, with a warning.
+    (entry_bin,) = (tmp_path / "cache").glob("*.bin")
+    entry_bin.write_bytes(b"\x00garbage")
+    with pytest.warns(ArboWarning, match="damaged cache entry"):
+        make_nlp(tmp_path / "kb")
+    assert fits == [1]
 
     # Another KB (one name changed) or other weights: encoded anew, never the stale entry.
     changed = [Entity(*e) for e in TOY_ENTITIES]
@@ -145,4 +158,4 @@ def test_a_second_initialize_reads_the_kb_vectors_and_links_the_same(tmp_path, m
     EntityStore(changed, source="toy").to_disk(tmp_path / "kb2")
     make_nlp(tmp_path / "kb2")
     make_nlp(tmp_path / "kb", seed=1)
-    assert len(encoded) == 2 and entry.name[:-4] not in encoded
+    assert len(encoded) == 2 and entry.name[:-4] not in encoded and fits == [1, 1, 1]
