@@ -13,12 +13,17 @@ KB_FORMATS = ["auto", *formats.KB_FORMATS]
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = commands.add_parser("build-kb", help="read a KB source file and write an entity store")
-    cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz), MEDIC or ID<TAB>name file")
+    cmd.add_argument("source", help="scispacy JSONL, CTD diseases TSV(.gz), MEDIC, ID<TAB>name file, or an ontology "
+                     "(OBO, OBO Graphs JSON, OWL RDF/XML: format obo)")
     cmd.add_argument("out_dir")
     cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
     cmd.add_argument("--store", default="memory", choices=["memory", "disk"],
                      help="memory: loaded whole, fastest lookups; disk: SQLite read on demand, for KBs of "
                      "millions of entities (built without holding them all)")
+    cmd.add_argument("--synonym-scopes", nargs="+", type=str.upper, choices=formats.SYNONYM_SCOPES, metavar="SCOPE",
+                     help="ontologies: the synonym scopes kept as aliases, of "
+                     f"{', '.join(formats.SYNONYM_SCOPES)} (default: {' '.join(formats.DEFAULT_SYNONYM_SCOPES)})")
+    cmd.add_argument("--root", metavar="ID", help="ontologies: keep only this term and the terms under it (is_a)")
     cmd.set_defaults(func=build_kb_command)
 
     cmd = commands.add_parser("index-kb", help="encode a KB with a pipeline's encoder and store the index beside it")
@@ -38,7 +43,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = kb_commands.add_parser("add", help="add entities (one whose id the KB has, compared normalised as "
                                   "docs/kb.md says, replaces it); only they are encoded")
     cmd.add_argument("pipeline")
-    cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC, ID<TAB>name)")
+    cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC, "
+                     "ID<TAB>name, ontology)")
     cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
     cmd = kb_commands.add_parser("remove", help="remove entities by id (compared normalised: chem:1 is CHEM:1)")
     cmd.add_argument("pipeline")
@@ -61,7 +67,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
 def build_kb_command(args: argparse.Namespace) -> None:
     from ..kb.readers import build_kb
 
-    stats = build_kb(args.source, args.out_dir, args.format, store=args.store).stats()
+    options = {name: value for name, value in (("synonym_scopes", args.synonym_scopes), ("root", args.root))
+               if value is not None}
+    stats = build_kb(args.source, args.out_dir, args.format, store=args.store, **options).stats()
     print(f"Wrote {args.out_dir}: {stats['entities']:,} entities, {stats['aliases']:,} aliases, "
           f"{stats['with_definition']:,} entities with a definition, {stats['alt_ids']:,} alternative ids")
 

@@ -3,25 +3,31 @@
 Formats: scispacy's JSONL (`concept_id, canonical_name, aliases, types, definition`; what
 scispacy's records cannot hold, alternative ids and parents, in a `.extra.jsonl` file beside
 it), CTD's disease vocabulary TSV (`.tsv` or `.tsv.gz`, `#` header), MEDIC
-(`IDs||name|synonym|...`, the release NCBI Disease was annotated against) and a names list
-(`ID<TAB>name` a line, e.g. BC5CDR's MeSH id -> name file: a KB with no synonyms at all).
+(`IDs||name|synonym|...`, the release NCBI Disease was annotated against), a names list
+(`ID<TAB>name` a line, e.g. BC5CDR's MeSH id -> name file: a KB with no synonyms at all) and
+ontologies (OBO, OBO Graphs JSON, OWL RDF/XML: kb/ontology.py).
 """
 import io
 import json
+import re
 from array import array
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, Tuple, TypeVar
 
 from ..util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 from .disk_store import DiskEntityStore
 from .entities import Entity, normalize_id
 from .formats import KB_FORMATS
+from .ontology import read_ontology
 from .store import BaseEntityStore, DuplicateIdError, EntityStore
 
 STORES = ("memory", "disk")
 Store = TypeVar("Store", bound=BaseEntityStore)
 CTD_COLUMNS = 9
 NAMES_COLUMNS = 2
+ONTOLOGY_SUFFIXES = (".obo", ".owl", ".ofn")
+# An OBO Graphs JSON file opens with its list of graphs; a scispacy record with its fields.
+OBO_GRAPHS = re.compile(r'\s*\{\s*"graphs"\s*:')
 
 
 def _split(field: str, sep: str = "|") -> Tuple[str, ...]:
@@ -177,11 +183,12 @@ def read_names(path: PathLike) -> Iterator[Tuple[int, Entity]]:
         yield number, Entity(id=normalize_id(entity_id), name=name)
 
 
-READERS: Dict[str, Callable[[PathLike], Iterator[Tuple[int, Entity]]]] = {
+READERS: Dict[str, Callable[..., Iterator[Tuple[int, Entity]]]] = {
     "jsonl": read_jsonl,
     "ctd": read_ctd,
     "medic": read_medic,
     "names": read_names,
+    "obo": read_ontology,  # the only reader with options: synonym_scopes, root
 }
 
 
@@ -193,8 +200,20 @@ def _tsv_format(path: Path) -> str:
     return "ctd"
 
 
+def _obo_graphs(path: Path) -> bool:
+    """Whether a `.json` file is OBO Graphs JSON (its first key "graphs"), not scispacy's records."""
+    head = ""
+    for _number, line in read_lines(path):
+        head += line
+        if len(head.strip()) >= len('{"graphs":'):
+            break
+    return bool(OBO_GRAPHS.match(head))
+
+
 def guess_format(path: PathLike) -> str:
     name = Path(path).name.lower().removesuffix(".gz")
+    if name.endswith(ONTOLOGY_SUFFIXES) or (name.endswith(".json") and _obo_graphs(Path(path))):
+        return "obo"
     if name.endswith((".jsonl", ".json")):
         return "jsonl"
     if name.endswith(".tsv"):
@@ -204,28 +223,31 @@ def guess_format(path: PathLike) -> str:
     raise ArboError(f"{path}: cannot tell the KB format from the name; pass one of {KB_FORMATS}.")
 
 
-def read_kb(path: PathLike, fmt: str = "auto") -> EntityStore:
-    """Read a KB source file into memory; a duplicate id is an error naming both lines."""
-    return _stream_kb(path, fmt, lambda entities: EntityStore(entities, source=str(path)))
+def read_kb(path: PathLike, fmt: str = "auto", **options: Any) -> EntityStore:
+    """Read a KB source file into memory; a duplicate id is an error naming both lines.
+    `options` go to the reader (an ontology's `synonym_scopes` and `root`)."""
+    return _stream_kb(path, fmt, lambda entities: EntityStore(entities, source=str(path)), **options)
 
 
-def build_kb(path: PathLike, out_dir: PathLike, fmt: str = "auto", store: str = "memory") -> BaseEntityStore:
+def build_kb(path: PathLike, out_dir: PathLike, fmt: str = "auto", store: str = "memory",
+             **options: Any) -> BaseEntityStore:
     """Read a KB source file and write its entity store to `out_dir`: `memory` (an
     `EntityStore`, loaded whole) or `disk` (a `DiskEntityStore`, streamed from the source
-    into SQLite without holding every entity, and read on demand)."""
+    into SQLite without holding every entity, and read on demand). `options` go to the reader."""
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise ArboError(f"{out_dir} is a file: a KB is written as a directory; give a new path, or a "
                         "KB directory to replace.")
     if store == "memory":
-        kb = read_kb(path, fmt)
+        kb = read_kb(path, fmt, **options)
         kb.to_disk(out_dir)
         return kb
     if store == "disk":
-        return _stream_kb(path, fmt, lambda entities: DiskEntityStore.write(entities, out_dir, source=str(path)))
+        return _stream_kb(path, fmt, lambda entities: DiskEntityStore.write(entities, out_dir, source=str(path)),
+                          **options)
     raise ArboError(f"Unknown entity store '{store}'; expected one of {STORES}.")
 
 
-def _stream_kb(path: PathLike, fmt: str, make: Callable[[Iterator[Entity]], Store]) -> Store:
+def _stream_kb(path: PathLike, fmt: str, make: Callable[[Iterator[Entity]], Store], **options: Any) -> Store:
     """What `make` builds from the file's entities, streamed. The store finds duplicate
     ids; the row -> line array here names both lines."""
     path = Path(path)
@@ -234,11 +256,14 @@ def _stream_kb(path: PathLike, fmt: str, make: Callable[[Iterator[Entity]], Stor
     fmt = guess_format(path) if fmt == "auto" else fmt
     if fmt not in READERS:
         raise ArboError(f"Unknown KB format '{fmt}'; expected one of {KB_FORMATS}.")
+    if options and fmt != "obo":
+        raise ArboError(f"{path}: {', '.join(options)}: for ontologies only (format 'obo'); this file is read "
+                        f"as '{fmt}'.")
     read = READERS[fmt]
     lines = array("q")
 
     def entities() -> Iterator[Entity]:
-        for number, entity in read(path):
+        for number, entity in read(path, **options):
             lines.append(number)
             yield entity
         if not lines:
