@@ -6,7 +6,7 @@ and every setting a tuner tries ties at them. Both are named before any linking.
 """
 import warnings
 from dataclasses import dataclass
-from typing import Iterable, List, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -14,7 +14,7 @@ from spacy.tokens import Doc
 from .corpora import read_docbin
 from .kb.entities import NIL, split_ids
 from .kb.store import BaseEntityStore
-from .pipeline.common.kb_versions import pipeline_kb
+from .pipeline.common.kb_versions import kb_holders, label_kb, several_kbs
 from .util import ArboError, ArboWarning, PathLike
 
 # Under this share of its distinct gold ids in the KB, a corpus is taken to be of another KB:
@@ -42,11 +42,15 @@ class GoldIdAgreement:
                 f"on {self.unknown_mentions:,} mentions")
 
 
-def gold_id_agreement(docs: Iterable[Doc], kb: BaseEntityStore) -> GoldIdAgreement:
-    """The distinct parts of the gold ids of `docs` (NIL aside) that `kb` resolves."""
+def gold_id_agreement(docs: Iterable[Doc], kb_of: Callable[[str], Optional[BaseEntityStore]]) -> GoldIdAgreement:
+    """The distinct parts of the gold ids of `docs` (NIL aside) that the KB of their label
+    (`kb_of`; None: a label no component links) resolves."""
     known, unknown, unknown_mentions = set(), set(), 0
     for doc in docs:
         for ent in doc.ents:
+            kb = kb_of(ent.label_)
+            if kb is None:
+                continue
             parts = [part for part in split_ids(ent.kb_id_) if part != NIL]
             missing = {part for part in parts if kb.resolve(part) is None}  # alt ids count, as in training
             known.update(set(parts) - missing)
@@ -58,11 +62,11 @@ def gold_id_agreement(docs: Iterable[Doc], kb: BaseEntityStore) -> GoldIdAgreeme
 def check_gold_ids(docs: List[Doc], nlp: Language, corpus: PathLike) -> None:
     """An error when under `KNOWN_ID_FLOOR` of the corpus's gold ids are in the KB the pipeline
     links to, a warning (`ArboWarning`) when some are not."""
-    linking = pipeline_kb(nlp)
-    if linking is None:
+    holders = kb_holders(nlp)
+    if not holders:
         return
-    name, kb = linking
-    agreement = gold_id_agreement(docs, kb)
+    name = ", ".join(dict.fromkeys(owner for owner, _ in holders)) if several_kbs(nlp) else holders[-1][0]
+    agreement = gold_id_agreement(docs, lambda label: (label_kb(nlp, label) or (None, None))[1])
     if agreement.known == agreement.total:
         return
     message = f"{corpus}: {agreement.describe(name)}"

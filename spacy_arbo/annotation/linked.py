@@ -9,7 +9,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, SpanGroup
 
 from ..kb.entities import NIL, split_ids
-from ..pipeline.common.kb_versions import pipeline_kb
+from ..kb.store import BaseEntityStore
+from ..pipeline.common.kb_versions import label_kb, several_kbs
 from ..util import ArboError
 from .input_mentions import (PlacedMention, copy_with_mentions, layers_of, linked_span, mention_changers,
                              place_mentions, with_mentions)
@@ -31,8 +32,9 @@ class LinkedDocuments:
         if min_confidence is not None and not Span.has_extension(CONFIDENCE):
             raise ArboError(f"--min-confidence {min_confidence}: this pipeline gives no confidence "
                             f"(span._.{CONFIDENCE} is not set by any installed component).")
-        linking = pipeline_kb(nlp)
-        self.kb = linking[1] if linking else None
+        # With a KB per label (linkers with `labels`), each mention says which component linked it.
+        self.several_kbs = several_kbs(nlp)
+        self._kbs: Dict[str, Tuple[Optional[str], Optional[BaseEntityStore]]] = {}
         self.nlp, self.candidates, self.min_confidence, self.mentions = nlp, candidates, min_confidence, mentions
         # What the copies holding overlapping input mentions (and every doc under "input") skip.
         self.changers = mention_changers(nlp) if mentions != "pipeline" else []
@@ -135,11 +137,14 @@ class LinkedDocuments:
     def mention(self, ent: Span) -> Dict[str, Any]:
         ranked = ent._.kb_candidates or []
         kb_id = ent.kb_id_ or NIL
+        owner, kb = self.label_kb(ent.label_)
         mention: Dict[str, Any] = {
             "start": ent.start_char, "end": ent.end_char, "text": ent.text, "label": ent.label_, "kb_id": kb_id,
-            "name": self.name(kb_id), "score": next((float(s) for c, s in ranked if c == kb_id), None),
+            "name": name_in(kb, kb_id), "score": next((float(s) for c, s in ranked if c == kb_id), None),
             "candidates": [[c, float(s)] for c, s in ranked[:self.candidates]],
         }
+        if self.several_kbs:
+            mention["kb"] = owner
         if Span.has_extension(CONFIDENCE):
             confidence = getattr(ent._, CONFIDENCE)
             mention["confidence"] = None if confidence is None else float(confidence)
@@ -147,9 +152,15 @@ class LinkedDocuments:
                 mention.update(kb_id=NIL, name=None, review=True, proposed_kb_id=kb_id, proposed_name=mention["name"])
         return mention
 
-    def name(self, kb_id: str) -> Optional[str]:
-        """The KB's name of the entity (of each part of a composite id, joined by ' | ')."""
-        if self.kb is None or kb_id == NIL:
-            return None
-        names = [self.kb[part].name for part in split_ids(kb_id) if part in self.kb]
-        return " | ".join(names) or None
+    def label_kb(self, label: str) -> Tuple[Optional[str], Optional[BaseEntityStore]]:
+        if label not in self._kbs:
+            self._kbs[label] = label_kb(self.nlp, label) or (None, None)
+        return self._kbs[label]
+
+
+def name_in(kb: Optional[BaseEntityStore], kb_id: str) -> Optional[str]:
+    """The KB's name of the entity (of each part of a composite id, joined by ' | ')."""
+    if kb is None or kb_id == NIL:
+        return None
+    names = [kb[part].name for part in split_ids(kb_id) if part in kb]
+    return " | ".join(names) or None

@@ -1,7 +1,7 @@
 """Commands that change a saved pipeline: add-ner, add-kb-finder, add-memory, configure."""
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from ..encoders.precision_names import PRECISIONS
 from ..kb.entities import common_type
@@ -39,6 +39,17 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      f"every entity of the KB lists, else {DEFAULT_LABEL}, kb_mention_finder's own default)")
     cmd.set_defaults(func=add_kb_finder_command)
 
+    cmd = commands.add_parser("add-linker", help="link mentions of some labels to a KB of their own: a second "
+                              "arbo_linker (e.g. Chemical mentions to MeSH beside Disease mentions to CTD)")
+    cmd.add_argument("pipeline", help="a pipeline with an arbo_linker")
+    cmd.add_argument("kb", help="the KB directory (build-kb) the new linker links to")
+    cmd.add_argument("output")
+    cmd.add_argument("--labels", nargs="+", required=True, type=lambda text: text.replace(",", " ").split(),
+                     help="the entity labels it links; the linkers already there stop linking them (their "
+                     "labels_discard); comma- or space-separated")
+    cmd.add_argument("--name", default=None, help="the new component's name (default: LABEL_linker)")
+    cmd.set_defaults(func=add_linker_command)
+
     cmd = commands.add_parser("add-memory", help="put a link_memory last: mentions whose text the gold corpora "
                               "link (nearly) always to one id get that id")
     cmd.add_argument("pipeline")
@@ -68,6 +79,42 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.set_defaults(func=configure_command)
 
 
+def add_linker(nlp: "Language", kb: "BaseEntityStore", labels: Sequence[str], name: Optional[str] = None) -> str:
+    """Put an arbo_linker for `labels` over `kb` after the last linker, with the first linker's model
+    architecture and settings (its encoder starts from the pretrained weights: zero-shot on the new
+    KB), and make the linkers already there leave those labels to it. Returns its name."""
+    from ..pipeline.arbo_linker import arbo_linkers
+    from ..pipeline.common.kb_versions import check_kb_versions
+
+    linkers = arbo_linkers(nlp)
+    if not linkers or not labels:
+        raise ArboError("add-linker needs a pipeline with an arbo_linker and the labels the new one links (--labels).")
+    name = name or f"{labels[0].lower()}_linker"
+    if name in nlp.pipe_names:
+        raise ArboError(f"The pipeline already has a component named '{name}' (--name sets another).")
+    first = linkers[0]
+    config = {key: value for key, value in nlp.config.interpolate()["components"][first.name].items() if key != "factory"}
+    new = nlp.add_pipe("arbo_linker", name=name, config={**config, "labels": list(labels)}, after=linkers[-1].name)
+    for linker in linkers:
+        if not linker.settings.labels:
+            linker.configure(labels_discard=sorted({*linker.settings.labels_discard, *labels}))
+    new.initialize(lambda: [], nlp=nlp, kb_loader=lambda _vocab: kb)
+    check_kb_versions(nlp)
+    return name
+
+
+def add_linker_command(args: argparse.Namespace) -> None:
+    from ..kb.store import open_store
+    from ._pipelines import load_pipeline, write_pipeline
+
+    nlp = load_pipeline(args.pipeline)
+    labels = [label for group in args.labels for label in group]
+    name = add_linker(nlp, open_store(args.kb), labels, args.name)
+    write_pipeline(nlp, Path(args.output))
+    print(f"Wrote {args.output}: {name} links {', '.join(labels)} mentions to {args.kb}; "
+          f"{' -> '.join(nlp.pipe_names)}")
+
+
 def add_recognizer(nlp: "Language", recognizer: "Language", consistency: bool = True) -> None:
     """Put `recognizer`'s 'ner', and the components before it that it reads, first in `nlp`, and a `mention_consistency` after
     it unless `consistency` is off; the linking components then read the mentions found, in
@@ -90,17 +137,17 @@ def add_recognizer(nlp: "Language", recognizer: "Language", consistency: bool = 
 
 def add_kb_finder(nlp: "Language", kb: Optional["BaseEntityStore"] = None, mode: Optional[str] = None,
                   label: Optional[str] = None) -> str:
-    """Put a `kb_mention_finder` over the names of the KB the pipeline links to after the
+    """Put a `kb_mention_finder` over the names of the KB the pipeline links to (`label`'s) after the
     recognizer (first without one) and a `kb_mention_filter` last (before a `link_confidence`), so that the proposals the
     linker links to NIL are dropped; the linkers read the mentions found instead of gold ones.
     `kb`, when given, must be that KB: the linker would link another's names to its nearest entity.
     The mentions' label is `label`, else the KB's `common_type`, else `DEFAULT_LABEL`: a
     chemical KB's names are not diseases. Returns what the label is and why."""
     from ..pipeline.arbo_linker import arbo_linkers
-    from ..pipeline.common.kb_versions import kb_version, pipeline_kb
+    from ..pipeline.common.kb_versions import kb_version, label_kb
     from ..pipeline.common.mention_finders import mention_finders
 
-    linking = pipeline_kb(nlp) if arbo_linkers(nlp) else None
+    linking = label_kb(nlp, label) if arbo_linkers(nlp) else None  # with a KB per label, that of `label`
     if linking is None:
         raise ArboError("The pipeline has no arbo_linker: the kb_mention_filter drops every mention no linker links, "
                         "so it would find nothing; add the finder to a linking pipeline.")

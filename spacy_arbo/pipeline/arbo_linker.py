@@ -231,8 +231,8 @@ class ArboLinker(ConfiguredPipe):
     # Prediction ---------------------------------------------------------------------
 
     def _spans_to_link(self, doc: Doc) -> List[Span]:
-        discard = set(self.settings.labels_discard)
-        return [ent for ent in doc.ents if ent.label_ not in discard and (self.settings.overwrite or not ent.kb_id_)]
+        settings = self.settings
+        return [ent for ent in doc.ents if settings.links_label(ent.label_) and (settings.overwrite or not ent.kb_id_)]
 
     def candidates_for(self, mentions: Sequence[MentionInput], vectors: Optional[np.ndarray] = None) -> List[Candidates]:
         retriever = self.require_retriever()

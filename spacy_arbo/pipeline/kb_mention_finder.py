@@ -128,6 +128,11 @@ class KBMentionFinder(Pipe):
         self._known: Set[str] = set()
         self._long_forms: Optional[LongForms] = None
 
+    @property
+    def label(self) -> str:
+        """The label of its proposals: the KB it must match is the one its label is linked to."""
+        return self.cfg["label"]
+
     def initialize(self, get_examples: Optional[Callable[[], Iterable[Example]]] = None, *,
                    nlp: Optional[Language] = None, kb_loader: Optional[Callable[[Vocab], BaseEntityStore]] = None) -> None:
         """Reads the names of the KB that `kb_loader` gives (e.g. `spacy_arbo.KBFromDir.v1`)."""

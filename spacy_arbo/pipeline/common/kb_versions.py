@@ -1,12 +1,14 @@
-"""One KB version per pipeline. Every component that keeps something made from a KB (the names a
-`kb_mention_finder` matches, the ids a `link_memory` writes) records the
-version of that KB (its fingerprint), and is checked against the KB the pipeline links to: a
-finder over another KB proposes names that the linker then links to whatever entity is nearest,
-and one left behind by `kb add` never finds the new entities. `follow_kb` brings every such
-component to a changed KB.
+"""One KB version per entity label. Every component that keeps something made from a KB (the names
+a `kb_mention_finder` matches, the ids a `link_memory` writes) records the version of that KB (its
+fingerprint), and is checked against the KB the pipeline links its mentions to: a finder over
+another KB proposes names that the linker then links to whatever entity is nearest, and one left
+behind by `kb add` never finds the new entities. `follow_kb` brings every such component to a
+changed KB. A pipeline may link each label to a KB of its own (linkers with `labels` that do not
+overlap, e.g. Disease to CTD and Chemical to MeSH); components that link the same label link it
+to one KB.
 """
 from pathlib import Path
-from typing import Any, List, Optional, Protocol, Tuple, runtime_checkable
+from typing import Any, FrozenSet, List, Optional, Protocol, Tuple, runtime_checkable
 
 import srsly
 from spacy.language import Language
@@ -45,17 +47,54 @@ def pipeline_kb(nlp: Optional[Language]) -> Optional[Tuple[str, BaseEntityStore]
     return holders[-1] if holders else None
 
 
+def _labels(nlp: Language, name: str) -> Tuple[Optional[FrozenSet[str]], FrozenSet[str]]:
+    """The labels component `name` links (None: every label) and those it never links (a
+    linker's `labels` and `labels_discard`; a component without them links every label)."""
+    settings = getattr(nlp.get_pipe(name), "settings", None)
+    labels, discard = getattr(settings, "labels", None), getattr(settings, "labels_discard", None)
+    return (frozenset(labels) if labels else None), frozenset(discard or ())
+
+
+def serves(nlp: Language, name: str, label: Optional[str]) -> bool:
+    """Whether component `name` links mentions of `label` (None: of any label)."""
+    labels, discard = _labels(nlp, name)
+    return label is None or (label not in discard and (labels is None or label in labels))
+
+
+def link_the_same_label(nlp: Language, name: str, other: str) -> bool:
+    """Whether two components link some label both: two that name no labels always do."""
+    labels, other_labels = _labels(nlp, name)[0], _labels(nlp, other)[0]
+    if labels is None and other_labels is None:
+        return True
+    named = (labels or frozenset()) | (other_labels or frozenset())
+    return any(serves(nlp, name, label) and serves(nlp, other, label) for label in named)
+
+
+def label_kb(nlp: Optional[Language], label: Optional[str]) -> Optional[Tuple[str, BaseEntityStore]]:
+    """The last component that links mentions of `label` (None: of any label), and its KB."""
+    holders = kb_holders(nlp) if nlp is not None else []
+    serving = [(name, kb) for name, kb in holders if serves(nlp, name, label)]
+    return serving[-1] if serving else None
+
+
+def several_kbs(nlp: Language) -> bool:
+    return len({kb_version(kb) for _, kb in kb_holders(nlp)}) > 1
+
+
 def kb_derived(nlp: Language) -> List[Tuple[str, KBDerived]]:
     return [(name, proc) for name, proc in nlp.pipeline if isinstance(proc, KBDerived)]
 
 
 def check_kb_version(name: str, component: KBDerived, nlp: Optional[Language]) -> None:
-    """`component` was made from the KB that `nlp` links to, or says so in one line with what to do."""
-    linking = pipeline_kb(nlp)
+    """`component` was made from the KB that `nlp` links its mentions to (a KB finder: those of its
+    label; another component: any of the pipeline's KBs), or says so in one line with what to do."""
+    label = getattr(component, "label", None)
+    linking = label_kb(nlp, label)
     if linking is None or component.kb_version is None:
         return
     owner, kb = linking
-    if component.kb_version != kb_version(kb):
+    allowed = {kb_version(kb)} if label is not None else {kb_version(other) for _, other in kb_holders(nlp)}
+    if component.kb_version not in allowed:
         raise ArboError(f"{name} was made from another KB (version {component.kb_version}) than the one {owner} "
                         f"links to (version {kb_version(kb)}, {len(kb):,} entities); remove it and add it again "
                         "from that KB (add-kb-finder, add-ner, add-memory), or change the KB with `kb add` / "
@@ -63,13 +102,17 @@ def check_kb_version(name: str, component: KBDerived, nlp: Optional[Language]) -
 
 
 def check_kb_versions(nlp: Language) -> None:
-    """Every component that links to a KB links to the same one, and every component made from a
-    KB was made from it (`check_kb_version`)."""
+    """Components that link the same label link it to the same KB, and every component made from a
+    KB was made from the one it serves (`check_kb_version`)."""
     holders = kb_holders(nlp)
-    versions = {kb_version(kb) for _, kb in holders}
-    if len(versions) > 1:
-        raise ArboError("The components link to different KBs: " + ", ".join(
-            f"{name} (version {kb_version(kb)}, {len(kb):,} entities)" for name, kb in holders) + ".")
+    for i, (name, kb) in enumerate(holders):
+        for other, other_kb in holders[i + 1:]:
+            if kb_version(kb) != kb_version(other_kb) and link_the_same_label(nlp, name, other):
+                raise ArboError(
+                    f"The components link the same labels to different KBs: {name} (version {kb_version(kb)}, "
+                    f"{len(kb):,} entities) and {other} (version {kb_version(other_kb)}, {len(other_kb):,} entities); "
+                    "give each linker the labels it links (`labels`, or `labels_discard` for the others) to link "
+                    "each type to its own KB.")
     for name, component in kb_derived(nlp):
         check_kb_version(name, component, nlp)
 

@@ -15,7 +15,7 @@ from ...util import ArboError
 
 LINKINGS = ("independent", "clustering")
 # Settings that change no candidate's score.
-UNSCORED = {"threshold", "kb_ents_threshold", "max_entities_per_mention", "labels_discard", "overwrite",
+UNSCORED = {"threshold", "kb_ents_threshold", "max_entities_per_mention", "labels", "labels_discard", "overwrite",
             "use_gold_ents", "refresh_every", "alias_pairs_per_batch", "batch_size", "use_gpu_index", "precision",
             "confidence"}
 SCOPES = ("batch", "doc")
@@ -54,6 +54,8 @@ class LinkerSettings(RetrievalSettings):
     threshold: Optional[float] = None
     kb_ents_threshold: Optional[float] = None
     max_entities_per_mention: int = 5
+    # The entity labels this linker links (empty: all), so each type of a pipeline goes to its own KB.
+    labels: List[str] = field(default_factory=list)
     labels_discard: List[str] = field(default_factory=list)
     overwrite: bool = True
     use_gold_ents: bool = True
@@ -79,6 +81,9 @@ class LinkerSettings(RetrievalSettings):
         """The settings that change how links score (what a confidence calibration depends on)."""
         return srsly.json_dumps({k: v for k, v in dataclasses.asdict(self).items() if k not in UNSCORED})
 
+    def links_label(self, label: str) -> bool:
+        return label not in self.labels_discard and (not self.labels or label in self.labels)
+
     @property
     def names_first(self) -> bool:
         """Mentions written as an unambiguous KB name are linked before encoding."""
@@ -96,4 +101,8 @@ class LinkerSettings(RetrievalSettings):
                        alias_pairs_per_batch=self.alias_pairs_per_batch)
         if self.linking == "clustering" and not self.uses_dense:
             raise ArboError("linking = 'clustering' needs mention vectors: use candidate_source 'dense' or 'hybrid'.")
+        object.__setattr__(self, "labels", list(self.labels))
         object.__setattr__(self, "labels_discard", list(self.labels_discard))
+        if set(self.labels) & set(self.labels_discard):
+            raise ArboError(f"labels and labels_discard share {sorted(set(self.labels) & set(self.labels_discard))}: "
+                            "a label is either linked or discarded.")
