@@ -7,8 +7,10 @@ best NIL F1 (PEL's rule) on data other than the set scored: the other sets' draw
 (`other_sets`), and, apart, each half of the set's documents (even, odd) by the other half
 (`halves`). Per set and seed: the area under the NIL PR curve, NIL P/R/F1 and the in-KB mentions'
 strict accuracy at each chosen threshold (a mention turned NIL wrong), the same mentions' strict
-accuracy with NIL off and with the whole KB, and the best NIL F1 any threshold reaches on the set
-(`oracle`, a ceiling); then the mean, min and max over seeds.
+accuracy with NIL off and with the whole KB, the best NIL F1 any threshold reaches on the set
+(`oracle`, a ceiling), and where the held-out mentions' links sit from their own entity in the KB's
+hierarchy (`held_out_links`: a parent, a child, a sibling, farther up or down, or elsewhere); then the
+mean, min and max over seeds.
 
 Why: a KB never holds every entity a text mentions; whether a linker can say "not in the KB"
 without losing its in-KB links is measured only where gold says which mentions those are, and a
@@ -23,7 +25,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from spacy.training import Example
 
@@ -33,6 +35,7 @@ from spacy_arbo.corpora.out_of_kb import EVAL_FILE, hold_out_kb
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.entities import NIL
+from spacy_arbo.kb.store import BaseEntityStore, open_store
 from spacy_arbo.pipeline.common.kb_versions import follow_kb, kb_holders
 from spacy_arbo.pipeline.link_confidence import pipeline_linker
 from spacy_arbo.scoring import MentionOutcome, accuracy, mention_outcomes, nil_prf
@@ -42,7 +45,9 @@ from spacy_arbo.util import ArboError
 Outcomes = List[List[MentionOutcome]]
 SUMMARY_KEYS = ("nil_pr_auc", "in_kb_strict_nil_off", "in_kb_strict_full_kb", "other_sets.nil_p", "other_sets.nil_r",
                 "other_sets.nil_f", "other_sets.in_kb_strict", "halves.nil_p", "halves.nil_r", "halves.nil_f",
-                "halves.in_kb_strict", "oracle.nil_f")
+                "halves.in_kb_strict", "oracle.nil_f", "held_out_links.nearby")
+# How far up or down the hierarchy (ParentIDs) a link counts as `farther`.
+MAX_DEPTH = 8
 
 
 def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Tuple[Outcomes, float]:
@@ -86,7 +91,43 @@ def halves_scored(outcomes: Outcomes) -> Dict[str, Any]:
     return {"thresholds": thresholds, **scored(pooled)}
 
 
-def draw_figures(outcomes: Outcomes, full_kb: Outcomes, others: List[MentionOutcome]) -> Dict[str, Any]:
+def ancestors(kb: BaseEntityStore, kb_id: str) -> Set[str]:
+    """The entities above `kb_id`, up to `MAX_DEPTH` levels."""
+    found, frontier = set(), {kb_id}
+    for _ in range(MAX_DEPTH):
+        frontier = {parent for i in frontier if i in kb for parent in kb[i].parents} - found
+        found |= frontier
+    return found
+
+
+def relation(kb: BaseEntityStore, entity: str, linked_to: str) -> str:
+    """Where `linked_to` sits from `entity` in the KB's hierarchy."""
+    parents = set(kb[entity].parents) if entity in kb else set()
+    their_parents = set(kb[linked_to].parents) if linked_to in kb else set()
+    if linked_to in parents:
+        return "parent"
+    if entity in their_parents:
+        return "child"
+    if parents & their_parents:
+        return "sibling"
+    if linked_to in ancestors(kb, entity) or entity in ancestors(kb, linked_to):
+        return "farther"
+    return "other"
+
+
+def held_out_links(kb: BaseEntityStore, mentions: List[MentionOutcome], reference: List[MentionOutcome]
+                   ) -> Dict[str, Any]:
+    """The share of the held-out mentions linked (NIL off) to each `relation` of their entity (the
+    nearest of a composite's parts), and `nearby`: to any but `other`."""
+    order = ("parent", "child", "sibling", "farther", "other")
+    found = [min((relation(kb, part, o.predicted) for part in ref.gold), key=order.index)
+             for o, ref in zip(mentions, reference) if o.gold_is_nil and not ref.gold_is_nil and o.predicted != NIL]
+    shares = {name: sum(r == name for r in found) / len(found) if found else None for name in order}
+    return {"n": len(found), **shares, "nearby": None if not found else 1 - shares["other"]}
+
+
+def draw_figures(outcomes: Outcomes, full_kb: Outcomes, others: List[MentionOutcome], kb: BaseEntityStore
+                 ) -> Dict[str, Any]:
     mentions, reference = flat(outcomes), flat(full_kb)
     assert len(mentions) == len(reference), "the draw's corpus holds other mentions than its source"
     in_kb = [i for i, o in enumerate(mentions) if not o.gold_is_nil]
@@ -103,6 +144,7 @@ def draw_figures(outcomes: Outcomes, full_kb: Outcomes, others: List[MentionOutc
         figures["other_sets"] = {"threshold": threshold, **scored(thresholded(mentions, threshold))}
     threshold = best_nil_threshold(mentions)
     figures["oracle"] = {"threshold": threshold, **scored(thresholded(mentions, threshold))}
+    figures["held_out_links"] = held_out_links(kb, mentions, reference)
     return figures
 
 
@@ -137,6 +179,7 @@ def main() -> None:
         parser.error("give each set as NAME=EVAL.spacy, each name once")
 
     def run() -> None:
+        kb = open_store(args.kb)
         full = {name: linked(args.pipeline, Path(path))[0] for name, path in sets.items()}
         draws: Dict[Tuple[str, int], Dict[str, Any]] = {}
         outcomes: Dict[Tuple[str, int], Outcomes] = {}
@@ -151,7 +194,8 @@ def main() -> None:
         rows = []
         for (name, seed), draw in draws.items():
             others = [o for other in sets if other != name for o in flat(outcomes[other, seed])]
-            rows.append({"set": name, "seed": seed, **draw, **draw_figures(outcomes[name, seed], full[name], others)})
+            rows.append({"set": name, "seed": seed, **draw,
+                         **draw_figures(outcomes[name, seed], full[name], others, kb)})
         result = {"pipeline": args.pipeline, "kb": args.kb, "sets": sets, "share": args.share, "seeds": args.seeds,
                   "rows": rows, "summary": {name: summary([r for r in rows if r["set"] == name]) for name in sets}}
         print_table(result)

@@ -335,3 +335,20 @@ def test_out_of_kb_scores_nil_detection_on_each_draw(tmp_path, toy_linker):
         auc = figures["summary"][name]["nil_pr_auc"]
         assert auc["min"] <= auc["mean"] <= auc["max"]
     assert "| a | mean (range) |" in result.stdout
+    assert rows[0]["held_out_links"]["nearby"] == 0  # the toy KB has no hierarchy
+
+
+def test_out_of_kb_places_a_link_in_the_kb_hierarchy():
+    import importlib.util
+
+    from spacy_arbo.kb.entities import Entity
+    from spacy_arbo.kb.store import EntityStore
+
+    spec = importlib.util.spec_from_file_location("out_of_kb", BENCH / "out_of_kb.py")
+    out_of_kb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(out_of_kb)
+    kb = EntityStore([Entity("A", "a"), Entity("B", "b", parents=("A",)), Entity("C", "c", parents=("A",)),
+                      Entity("D", "d", parents=("B",))])
+    assert [out_of_kb.relation(kb, entity, linked) for entity, linked in (
+        ("B", "A"), ("A", "B"), ("B", "C"), ("D", "A"), ("A", "D"), ("D", "C"))] == [
+        "parent", "child", "sibling", "farther", "farther", "other"]
