@@ -14,10 +14,11 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
+from ..pipeline.common.mention_finders import MENTIONS
+
 # The label a mention without one is linked under (a span without a label is no entity in spaCy);
 # the output keeps the input's empty label.
 UNLABELLED = "ENTITY"
-MENTIONS = "doc.ents"
 
 
 @dataclass
