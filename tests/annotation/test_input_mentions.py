@@ -133,7 +133,7 @@ def test_spacy_output_keeps_overlapping_links_in_a_span_group(toy_pipeline, tmp_
 def test_pubtator_and_bioc_mentions_are_linked(toy_pipeline, tmp_path, fmt):
     title, abstract = "Wilson disease (WD) is rare.", "WD causes copper build-up."
     text = f"{title} {abstract}"
-    lines = [f"1|t|{title}", f"1|a|{abstract}", f"1\t0\t14\tWilson disease\tDisease\tD006527",
+    lines = [f"1|t|{title}", f"1|a|{abstract}", "1\t0\t14\tWilson disease\tDisease\tD006527",
              f"1\t{text.index('WD', 20)}\t{text.index('WD', 20) + 2}\tWD\tDisease\tD006527", ""]
     (tmp_path / "in.pubtator").write_text("\n".join(lines) + "\n")
     run(toy_pipeline, [tmp_path / "in.pubtator"], tmp_path / "first.xml", fmt="bioc", mentions="input")
