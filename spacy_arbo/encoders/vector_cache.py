@@ -12,14 +12,13 @@ one; a damaged entry is encoded again. `SPACY_ARBO_CACHE` names the folder (defa
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import BinaryIO, Callable, Optional, Sequence, TypeVar
 
 import numpy as np
 
-from ..util import ArboError, ArboWarning
+from ..util import ArboError, ArboWarning, atomic_path
 from .templates import EntityInput
 
 T = TypeVar("T")
@@ -106,23 +105,18 @@ class VectorCache:
     def write(self, key: str, vectors: np.ndarray) -> None:
         self._write_whole(self.path(key), lambda out: np.save(
             out, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False))
-        self.prune()
 
     def _write_whole(self, path: Path, write: Callable[[BinaryIO], None]) -> None:
-        """Write `path` whole or not at all (temp file, then rename); a cache that cannot be
-        written is only a warning."""
+        """Write `path` whole or not at all (`atomic_path`: a temp folder per process, so processes
+        writing one entry at once each rename a whole file in); a cache that cannot be written is
+        only a warning. The least recently used entries past `max_entries` are removed."""
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            handle, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{path.stem[:16]}.", suffix=".tmp")
-            try:
-                with os.fdopen(handle, "wb") as out:
-                    write(out)
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            with atomic_path(path) as tmp, open(tmp, "wb") as out:
+                write(out)
         except OSError as err:
             warnings.warn(f"{self.root}: not cached ({err}).", ArboWarning)
+            return
+        self.prune()
 
     def prune(self) -> None:
         """Remove the least recently used entries past `max_entries` (of each kind)."""
