@@ -12,7 +12,7 @@ from ..kb.entities import NIL, split_ids
 from ..kb.store import BaseEntityStore
 from ..pipeline.common.kb_versions import label_kb, several_kbs
 from ..util import ArboError
-from .input_mentions import (PlacedMention, copy_with_mentions, layers_of, linked_span, mention_changers,
+from .input_mentions import (Placement, PlacedMention, copy_with_mentions, layers_of, linked_span, mention_changers,
                              place_mentions, with_mentions)
 from .records import Record
 from .shards import RunRefused
@@ -62,11 +62,11 @@ class LinkedDocuments:
         document["mentions"] = mentions
         return document
 
-    def input_document(self, record: Record, doc: Doc, linked: Dict[int, Span]) -> LinkedDocument:
+    def input_document(self, record: Record, doc: Doc, placement: Placement,
+                       linked: Dict[int, Span]) -> LinkedDocument:
         """The record's input mentions in their order, spans and labels as the input gives them, with
         the links of `linked` (input index -> the span linked); with "both", the pipeline's mentions
         that overlap none of them too."""
-        placement = place_mentions(doc, record.gold)
         tokens = {m.index: m for layer in placement.layers for m in layer}
         mentions = []
         for index, gold in enumerate(record.gold):
@@ -79,7 +79,8 @@ class LinkedDocuments:
             mentions.sort(key=lambda m: (m["start"], m["end"]))
         return self.document(record, mentions)
 
-    def input_mention(self, gold: Dict[str, Any], ent: Optional[Span], placed: Optional[PlacedMention]) -> Dict[str, Any]:
+    def input_mention(self, gold: Dict[str, Any], ent: Optional[Span],
+                      placed: Optional[PlacedMention]) -> Dict[str, Any]:
         """An input mention with its link; one no token holds is NIL with no candidates."""
         if ent is None:
             mention = {"kb_id": NIL, "name": None, "score": None, "candidates": [], "linked_span": None}
@@ -91,14 +92,14 @@ class LinkedDocuments:
                 mention["linked_span"] = [ent.start_char, ent.end_char]
         return {**mention, "start": gold["start"], "end": gold["end"], "text": gold["text"], "label": gold["label"]}
 
-    def input_links(self, records: List[Record], docs: List[Doc]) -> List[Dict[int, Span]]:
+    def input_links(self, records: List[Record], docs: List[Doc],
+                    placements: List[Placement]) -> List[Dict[int, Span]]:
         """Input index -> linked span, for each record: those in `doc.ents`, and those linked in
         copies of the doc (one copy per layer of mentions that do not overlap), all copies of a
         shard through one `nlp.pipe`. The copies' links are kept in `doc.spans[OVERLAPPING]`."""
         links: List[Dict[int, Span]] = []
         copies: List[Tuple[int, List[PlacedMention]]] = []
-        for number, (record, doc) in enumerate(zip(records, docs)):
-            placement = place_mentions(doc, record.gold)
+        for number, (doc, placement) in enumerate(zip(docs, placements)):
             found = {m.index: linked_span(doc, m) for m in placement.layers[0]} if placement.layers else {}
             links.append({index: span for index, span in found.items() if span is not None})
             missing = [m for m in (placement.layers[0] if placement.layers else []) if found[m.index] is None]
@@ -125,8 +126,9 @@ class LinkedDocuments:
         if self.mentions == "pipeline":
             linked = [self.document(record, list(map(self.mention, doc.ents))) for record, doc in zip(records, docs)]
         else:
-            links = self.input_links(records, docs)
-            linked = [self.input_document(*args) for args in zip(records, docs, links)]
+            placements = [place_mentions(doc, record.gold) for record, doc in zip(records, docs)]
+            links = self.input_links(records, docs, placements)
+            linked = [self.input_document(*args) for args in zip(records, docs, placements, links)]
         mentions = [m for document in linked for m in document["mentions"]]
         if self.min_confidence is not None and mentions and all(m.get("confidence") is None for m in mentions):
             raise RunRefused(f"--min-confidence {self.min_confidence}: the pipeline set no span._.{CONFIDENCE} "
