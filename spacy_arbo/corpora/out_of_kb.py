@@ -21,7 +21,7 @@ from spacy.tokens import Doc, Span
 from spacy.vocab import Vocab
 
 from ..kb.disk_store import DiskEntityStore
-from ..kb.entities import NIL, split_ids
+from ..kb.entities import NIL, kept_parts, split_ids
 from ..kb.store import BaseEntityStore, open_store
 from ..ranges import check_range
 from ..util import ArboError, PathLike, atomic_path
@@ -51,11 +51,8 @@ class Reduction:
 
 
 def without_held_out(kb_id: str, held_out: Collection[str]) -> str:
-    """`kb_id` less its held-out parts: the parts left, `|`-joined, or NIL when none is left; an id
-    with no held-out part is returned as it is."""
-    parts = split_ids(kb_id)
-    kept = [part for part in parts if part not in held_out]
-    return kb_id if len(kept) == len(parts) else "|".join(kept) or NIL
+    """`kb_id` less its held-out parts (`kept_parts`, the rule `kb remove` applies to a link memory)."""
+    return kept_parts(kb_id, lambda part: part not in held_out)
 
 
 def mentioned_kb_ids(docs: Sequence[Doc], kb: BaseEntityStore) -> Dict[str, str]:

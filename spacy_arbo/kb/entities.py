@@ -1,7 +1,7 @@
 """Entity records and identifier normalisation."""
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 NIL = "NIL"
 
@@ -29,6 +29,12 @@ def split_ids(kb_id: str) -> Tuple[str, ...]:
     """The parts of a composite id (`D001|D002`, as NCBI Disease and BC5CDR write a
     mention of several concepts); a plain id is its own single part."""
     return tuple(part for part in kb_id.split("|") if part)
+
+
+def kept_parts(kb_id: str, keep: Callable[[str], bool]) -> str:
+    """`kb_id` with the parts `keep` accepts only, `|`-joined; NIL when none is left. A composite
+    keeps the parts a KB still has: the mention still names those entities."""
+    return NIL if kb_id == NIL else "|".join(part for part in split_ids(kb_id) if keep(part)) or NIL
 
 
 def normalize_id(raw: str) -> str:

@@ -22,7 +22,7 @@ from spacy.util import SimpleFrozenList
 from spacy.vocab import Vocab
 
 from ..component_settings import CFG, check_at_least, config_checked, read_cfg, store_in_config, write_cfg
-from ..kb.entities import NIL, split_ids
+from ..kb.entities import NIL, kept_parts, split_ids
 from ..kb.store import BaseEntityStore
 from ..ranges import check_range
 from ..util import ArboError, atomic_path, read_json
@@ -118,8 +118,7 @@ class LinkMemory(Pipe):
         for key, ids in self.counts.items():
             counts[key] = Counter()
             for kb_id, n in ids.items():
-                kept = kb_id if kb_id == NIL else "|".join(part for part in split_ids(kb_id) if known(part)) or NIL
-                counts[key][kept] += n
+                counts[key][kept_parts(kb_id, known)] += n
         changed = sum(counts[key] != ids for key, ids in self.counts.items())
         self.counts = counts
         self._links = None
