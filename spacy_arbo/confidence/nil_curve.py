@@ -55,6 +55,17 @@ class NilCounts:
                          "n_nil_predicted": int(tp[i] + fp[i])})
         return rows
 
+    def average_precision(self) -> Optional[float]:
+        """The area under the NIL precision-recall curve, as average precision (the precision at each
+        threshold weighted by the recall it adds; ties of confidence one step), over every threshold;
+        None without gold NIL mentions."""
+        if not self.n_gold_nil:
+            return None
+        points = self.points(self.every_threshold())
+        recall = np.array([0.0] + [p["nil_r"] for p in points])
+        precision = np.array([p["nil_p"] for p in points])
+        return float(np.sum(np.diff(recall) * precision))
+
     def every_threshold(self) -> np.ndarray:
         """Each distinct finite confidence, and infinity: every NIL set a threshold can make."""
         finite = self.confidence[np.isfinite(self.confidence)]
@@ -67,16 +78,8 @@ def nil_at(outcomes: Sequence[MentionOutcome], threshold: float) -> Dict[str, An
 
 
 def nil_average_precision(outcomes: Sequence[MentionOutcome]) -> Optional[float]:
-    """The area under the NIL precision-recall curve, as average precision (the precision at each
-    threshold weighted by the recall it adds; ties of confidence one step), over every threshold;
-    None without gold NIL mentions."""
-    counts = NilCounts(outcomes)
-    if not counts.n_gold_nil:
-        return None
-    points = counts.points(counts.every_threshold())
-    recall = np.array([0.0] + [p["nil_r"] for p in points])
-    precision = np.array([p["nil_p"] for p in points])
-    return float(np.sum(np.diff(recall) * precision))
+    """`NilCounts.average_precision` of `outcomes`."""
+    return NilCounts(outcomes).average_precision()
 
 
 def best_nil_threshold(outcomes: Sequence[MentionOutcome]) -> float:
@@ -95,4 +98,5 @@ def nil_curve_metrics(outcomes: Sequence[MentionOutcome]) -> Dict[str, Any]:
     if not any(o.gold_is_nil for o in outcomes) or not any(o.confidence is not None and o.predicted != NIL
                                                            for o in outcomes):
         return {}
-    return {"nil_pr_auc": nil_average_precision(outcomes), "nil_curve": NilCounts(outcomes).points(CURVE_THRESHOLDS)}
+    counts = NilCounts(outcomes)
+    return {"nil_pr_auc": counts.average_precision(), "nil_curve": counts.points(CURVE_THRESHOLDS)}
