@@ -20,9 +20,9 @@ def add_gpu_option(cmd: argparse.ArgumentParser) -> None:
                      "the entity index goes where the linker's use_gpu_index says")
 
 
-class _TypesAction(argparse.Action):
+class TypesAction(argparse.Action):
     """`--types A,B`, `--types A B` and `--types A --types B` all mean [A, B]: two commands
-    once took two of these forms each, and a user of one typed the other."""
+    once took two of these forms each, and a user of one typed the other (add-linker's --labels too)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: Optional[str] = None) -> None:
@@ -34,7 +34,7 @@ class _TypesAction(argparse.Action):
 
 def add_types_option(cmd: argparse.ArgumentParser, what: str) -> None:
     """The one `--types` of the commands that keep mentions of some types (convert, score-pubtator)."""
-    cmd.add_argument("--types", nargs="+", action=_TypesAction, metavar="TYPE",
+    cmd.add_argument("--types", nargs="+", action=TypesAction, metavar="TYPE",
                      help=f"{what}; comma- or space-separated (Disease,Chemical or Disease Chemical); put it "
                      "after the files, since it takes every word that follows")
 

@@ -7,7 +7,7 @@ from ..encoders.precision_names import PRECISIONS
 from ..kb.entities import common_type
 from ..pipeline.common.kb_finder_settings import DEFAULT_LABEL, MODES
 from ..util import ArboError
-from ._util import add_gpu_option
+from ._util import TypesAction, add_gpu_option
 from .linker_options import add_setting_arguments, configured_pipeline
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("pipeline", help="a pipeline with an arbo_linker")
     cmd.add_argument("kb", help="the KB directory (build-kb) the new linker links to")
     cmd.add_argument("output")
-    cmd.add_argument("--labels", nargs="+", required=True, type=lambda text: text.replace(",", " ").split(),
+    cmd.add_argument("--labels", nargs="+", required=True, action=TypesAction, metavar="LABEL",
                      help="the entity labels it links; the linkers already there stop linking them (their "
                      "labels_discard); comma- or space-separated")
     cmd.add_argument("--name", default=None, help="the new component's name (default: LABEL_linker)")
@@ -108,10 +108,9 @@ def add_linker_command(args: argparse.Namespace) -> None:
     from ._pipelines import load_pipeline, write_pipeline
 
     nlp = load_pipeline(args.pipeline)
-    labels = [label for group in args.labels for label in group]
-    name = add_linker(nlp, open_store(args.kb), labels, args.name)
+    name = add_linker(nlp, open_store(args.kb), args.labels, args.name)
     write_pipeline(nlp, Path(args.output))
-    print(f"Wrote {args.output}: {name} links {', '.join(labels)} mentions to {args.kb}; "
+    print(f"Wrote {args.output}: {name} links {', '.join(args.labels)} mentions to {args.kb}; "
           f"{' -> '.join(nlp.pipe_names)}")
 
 
