@@ -28,7 +28,7 @@ class TypesAction(argparse.Action):
                  option_string: Optional[str] = None) -> None:
         types = [part.strip() for value in values for part in value.split(",") if part.strip()]
         if not types:
-            parser.error(f"argument {option_string}: no type given (e.g. --types Disease,Chemical)")
+            parser.error(f"argument {option_string}: nothing given (e.g. {option_string} Disease,Chemical)")
         setattr(namespace, self.dest, list(dict.fromkeys([*(getattr(namespace, self.dest) or []), *types])))
 
 
