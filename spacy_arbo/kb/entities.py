@@ -31,6 +31,17 @@ def split_ids(kb_id: str) -> Tuple[str, ...]:
     return tuple(part for part in kb_id.split("|") if part)
 
 
+def dedupe_aliases(name: str, aliases: Iterable[str]) -> Tuple[str, ...]:
+    """`aliases` in order, one per spelling ignoring case, none the name's."""
+    seen = {name.lower()}
+    kept = []
+    for alias in aliases:
+        if alias.lower() not in seen:
+            seen.add(alias.lower())
+            kept.append(alias)
+    return tuple(kept)
+
+
 def kept_parts(kb_id: str, keep: Callable[[str], bool]) -> str:
     """`kb_id` with the parts `keep` accepts only, `|`-joined; NIL when none is left. A composite
     keeps the parts a KB still has: the mention still names those entities."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..util import ArboError, ArboWarning, PathLike
-from .entities import Entity, normalize_id
+from .entities import Entity, dedupe_aliases, normalize_id
 from .formats import DEFAULT_SYNONYM_SCOPES, SYNONYM_SCOPES
 
 if TYPE_CHECKING:
@@ -203,17 +203,9 @@ def _extra_ids(current: Dict[str, "pronto.Term"], replaced: Dict[str, str]
 def _aliases(term: "pronto.Term", scopes: Tuple[str, ...]) -> Tuple[str, ...]:
     """Synonyms of `scopes`, in the order of `scopes`, then alphabetical (pronto keeps them in
     a set); one per spelling, ignoring case, none the name's."""
-    seen, aliases = {term.name.strip().lower()}, []
-    for synonym in sorted(term.synonyms, key=lambda s: (_rank(s.scope, scopes), s.description)):
-        text = synonym.description.strip()
-        if synonym.scope in scopes and text and text.lower() not in seen:
-            seen.add(text.lower())
-            aliases.append(text)
-    return tuple(aliases)
-
-
-def _rank(scope: Optional[str], scopes: Tuple[str, ...]) -> int:
-    return scopes.index(scope) if scope in scopes else len(scopes)
+    kept = [s for s in term.synonyms if s.scope in scopes]
+    ranked = sorted(kept, key=lambda s: (scopes.index(s.scope), s.description))
+    return dedupe_aliases(term.name.strip(), (text for text in (s.description.strip() for s in ranked) if text))
 
 
 def _listed(ids: Iterable[str]) -> str:

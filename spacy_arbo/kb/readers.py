@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, Tuple, TypeVar
 
 from ..util import ArboError, PathLike, atomic_path, read_json_objects, read_lines
 from .disk_store import DiskEntityStore
-from .entities import Entity, normalize_id
+from .entities import Entity, dedupe_aliases, normalize_id
 from .formats import KB_FORMATS
 from .ontology import read_ontology
 from .store import BaseEntityStore, DuplicateIdError, EntityStore
@@ -32,16 +32,6 @@ OBO_GRAPHS = re.compile(r'\s*\{\s*"graphs"\s*:')
 
 def _split(field: str, sep: str = "|") -> Tuple[str, ...]:
     return tuple(part.strip() for part in field.split(sep) if part.strip())
-
-
-def _dedupe_aliases(name: str, aliases: Tuple[str, ...]) -> Tuple[str, ...]:
-    seen = {name.lower()}
-    kept = []
-    for alias in aliases:
-        if alias.lower() not in seen:
-            seen.add(alias.lower())
-            kept.append(alias)
-    return tuple(kept)
 
 
 _JSON_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
@@ -109,7 +99,7 @@ def read_jsonl(path: PathLike) -> Iterator[Tuple[int, Entity]]:
         yield number, Entity(
             id=normalize_id(concept_id),
             name=name,
-            aliases=_dedupe_aliases(name, _split("|".join(record.get("aliases", [])))),
+            aliases=dedupe_aliases(name, _split("|".join(record.get("aliases", [])))),
             definition=definition.strip(),
             types=tuple(record.get("types", [])),
             alt_ids=tuple(normalize_id(a) for a in record.get("alt_ids", []) if a.strip()),
@@ -137,7 +127,7 @@ def read_ctd(path: PathLike) -> Iterator[Tuple[int, Entity]]:
         yield number, Entity(
             id=normalize_id(disease_id),
             name=name.strip(),
-            aliases=_dedupe_aliases(name.strip(), _split(synonyms)),
+            aliases=dedupe_aliases(name.strip(), _split(synonyms)),
             definition=definition.strip(),
             types=_split(slims),
             alt_ids=tuple(normalize_id(a) for a in _split(alt_ids)),
@@ -161,7 +151,7 @@ def read_medic(path: PathLike) -> Iterator[Tuple[int, Entity]]:
         yield number, Entity(
             id=normalize_id(ids[0]),
             name=names[0],
-            aliases=_dedupe_aliases(names[0], names[1:]),
+            aliases=dedupe_aliases(names[0], names[1:]),
             alt_ids=tuple(normalize_id(i) for i in ids[1:]),
         )
 
