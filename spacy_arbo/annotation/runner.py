@@ -216,5 +216,13 @@ def link_corpus(pipeline: PathLike, inputs: Sequence[PathLike], output: PathLike
     if not plan.n_shards:
         shards.discard()
         raise ArboError(f"No document could be read from {', '.join(map(str, inputs))} ({bad.count} bad records).")
+    if summary.input_mentions is not None and not summary.input_mentions["input"] and not plan.kept:
+        what = (f"none of the {summary.documents:,} documents of {', '.join(map(str, inputs))} holds a mention "
+                "(PubTator annotation lines, BioC annotations, a JSONL 'mentions' list)")
+        if mentions == "input":
+            shards.discard()
+            raise ArboError(f"--mentions input: {what}, so nothing would be linked; link the texts with the "
+                            "pipeline's recognizer (leave --mentions out).")
+        report(f"warning: --mentions both: {what}; only the pipeline's mentions were linked.")
     shards.finish(plan.n_shards)
     return summary

@@ -158,3 +158,17 @@ def test_a_mention_on_no_token_is_written_nil(toy_pipeline, tmp_path):
     assert (first["kb_id"], first["candidates"], first["linked_span"]) == (NIL, [], None)
     assert second["kb_id"] == "MESH:D005334"
     assert summary.input_mentions["on_no_token"] == 1
+
+
+def test_inputs_without_a_mention_are_an_error_under_input_and_a_warning_under_both(toy_pipeline, tmp_path):
+    records = [{"id": "a", "text": "Fever and cough."}, {"id": "b", "text": "Nothing given."}]
+    inputs = [write_jsonl(tmp_path / "in.jsonl", records)]
+    with pytest.raises(ArboError, match="--mentions input: none of the 2 documents .* holds a mention"):
+        run(toy_pipeline, inputs, tmp_path / "out.jsonl", mentions="input")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+    lines = []
+    link_corpus(toy_pipeline, inputs, tmp_path / "both.jsonl", mentions="both", report=lines.append, progress=False)
+    assert [line for line in lines if "--mentions both" in line] == [
+        f"warning: --mentions both: none of the 2 documents of {inputs[0]} holds a mention (PubTator annotation "
+        "lines, BioC annotations, a JSONL 'mentions' list); only the pipeline's mentions were linked."]
+    assert [m["text"] for m in read_jsonl(tmp_path / "both.jsonl")[0]["mentions"]] == ["Fever", "cough"]
