@@ -11,7 +11,8 @@ capitals or more, where case is what separates "ALL" from "all"), with the spell
 that separate a KB's name from the way a text writes it: plural and singular of the last word,
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
 parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
-is proposed wherever it occurs when its long form reads as a KB name.
+is proposed wherever it occurs when its long form reads as a KB name. A category word that ends
+hundreds of the KB's names ("disease", `name_categories`) is not proposed alone.
 """
 import re
 from pathlib import Path
@@ -32,6 +33,7 @@ from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
 from .common.kb_finder_settings import DEFAULT_LABEL, MODES
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
+from .common.name_categories import name_categories
 from .common.name_matcher import ATTRS, NameMatcher
 
 NAMES_FILE = "names.json"
@@ -126,6 +128,7 @@ class KBMentionFinder(Pipe):
         self._make_doc = make_doc
         self._matchers: Dict[str, NameMatcher] = {}
         self._known: Set[str] = set()
+        self._categories: Set[str] = set()
         self._long_forms: Optional[LongForms] = None
 
     @property
@@ -172,9 +175,19 @@ class KBMentionFinder(Pipe):
                     continue
                 by_case["ORTH" if exact else "LOWER"].add(variant)
         self._known = {normal_form(v) for variants in by_case.values() for v in variants}
+        self._categories = self._name_categories()
         self._matchers = {attr: NameMatcher.from_docs(attr, (doc for doc in map(self._make_doc, sorted(variants))
                                                              if 0 < len(doc) <= MAX_NAME_TOKENS))
                           for attr, variants in by_case.items()}
+
+    def _name_categories(self) -> Set[str]:
+        """The categories, as each variant of them may be written ("tumours")."""
+        return {variant.lower() for category in name_categories(normal_form(name) for name in self.names)
+                for variant in name_variants(category)}
+
+    def name_words(self) -> Set[str]:
+        """The lower-cased words of every name variant it matches."""
+        return {word for name in self._known for word in name.split()}
 
     def _stop_words(self) -> Set[str]:
         lang = self.vocab.lang or "en"
@@ -190,7 +203,8 @@ class KBMentionFinder(Pipe):
             raise ArboError(f"{self.name} has no KB names: initialize it with a kb_loader or call set_names.")
         check_kb_version(self.name, self, self.nlp)
         found = [Span(doc, start, end, label=self.cfg["label"])
-                 for matcher in self._matchers.values() for start, end in matcher(doc)]
+                 for matcher in self._matchers.values() for start, end in matcher(doc)
+                 if end - start > 1 or doc[start].lower_ not in self._categories]
         found += self._defined_short_forms(doc)
         if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)
@@ -220,7 +234,8 @@ class KBMentionFinder(Pipe):
     # a finder saved without them) ------------------------------------------------------------
 
     def _matcher_data(self) -> Dict[str, Any]:
-        return {"known": sorted(self._known), **{attr: m.to_list() for attr, m in self._matchers.items()}}
+        return {"known": sorted(self._known), "categories": sorted(self._categories),
+                **{attr: m.to_list() for attr, m in self._matchers.items()}}
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         return srsly.msgpack_dumps({"cfg": self.cfg, "names": self.names, "kb_version": self.kb_version,
@@ -261,6 +276,8 @@ class KBMentionFinder(Pipe):
             return self
         try:
             self._known = set(matchers["known"])
+            # Saved before categories were: read off the names.
+            self._categories = set(matchers["categories"]) if "categories" in matchers else self._name_categories()
             self._matchers = {attr: NameMatcher(attr, matchers[attr]) for attr in ATTRS}
         except (KeyError, TypeError) as err:
             raise ArboError(f"{matchers_origin}: {self.name}'s matchers are damaged (no {err}).") from None

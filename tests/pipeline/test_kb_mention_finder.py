@@ -151,3 +151,32 @@ def test_add_kb_finder_labels_mentions_with_the_kbs_type(tmp_path, types, label,
     assert add_kb_finder(nlp, label=label) == f"its mentions are labelled '{expected[0]}' ({expected[1]})"
     assert mentions(nlp("Aspirin or paracetamol.")) == [("Aspirin", expected[0]), ("paracetamol", expected[0])]
     assert DEFAULT_LABEL == spacy.blank("en").add_pipe("kb_mention_finder").cfg["label"] == "Disease"
+
+
+def test_a_category_word_that_ends_many_names_is_not_proposed_alone(monkeypatch, tmp_path):
+    from spacy_arbo.kb.entities import Entity
+    from spacy_arbo.kb.store import EntityStore
+    from spacy_arbo.pipeline.common import name_categories as categories
+    from spacy_arbo.pipeline.kb_mention_finder import MATCHERS_FILE
+
+    names = ["Disease", "Wilson Disease", "Lyme Disease", "Crohn Disease", "Syndrome", "Down Syndrome", "Cancer"]
+    assert categories.name_categories([n.lower() for n in names], min_names=3) == {"disease"}
+    kb = EntityStore([Entity(f"D{i}", name, [], "") for i, name in enumerate(names)], source="toy")
+    text = "The disease, Wilson disease, and Down syndrome; a syndrome; diseases."
+    found = [("disease", "Disease"), ("Wilson disease", "Disease"), ("Down syndrome", "Disease"),
+             ("syndrome", "Disease"), ("diseases", "Disease")]
+    assert mentions(finder_nlp(kb)(text)) == found
+    monkeypatch.setattr(categories, "MIN_NAMES", 3)
+    nlp = finder_nlp(kb)
+    without = [found[1], found[2], found[3]]  # the category's plural is a category too
+    assert mentions(nlp(text)) == without
+    # Saved and loaded, with the threshold back where it was: the finder keeps its categories; one
+    # saved before categories were read them off its names.
+    nlp.to_disk(tmp_path / "saved")
+    monkeypatch.setattr(categories, "MIN_NAMES", 300)
+    assert mentions(spacy.load(tmp_path / "saved")(text)) == without
+    path = tmp_path / "saved" / "kb_mention_finder" / MATCHERS_FILE
+    saved = srsly.read_msgpack(path)
+    del saved["categories"]
+    srsly.write_msgpack(path, saved)
+    assert mentions(spacy.load(tmp_path / "saved")(text)) == found
