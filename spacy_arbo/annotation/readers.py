@@ -47,9 +47,14 @@ def input_files(paths: Sequence[PathLike], fmt: str = "auto") -> List[Tuple[Path
 
 
 def _sniff(path: Path) -> str:
-    """A .txt file is PubTator when its first line is a title line `PMID|t|...`, else one text."""
+    """A .txt file is PubTator when its first line that is not blank is a title line `PMID|t|...`
+    (NCBI Disease's files start with a blank line), else one text."""
     with open(path, "rb") as handle:
-        first = handle.readline(4096)
+        first = b""
+        for _ in range(100):
+            first = handle.readline(4096)
+            if first.strip() or not first:
+                break
     head = first.split(b"|")
     return "pubtator" if len(head) >= 3 and head[1] == b"t" and head[0].strip() else "text"
 

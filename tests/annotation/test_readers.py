@@ -277,3 +277,11 @@ def test_bioc_json_document_of_another_shape_is_one_bad_record(tmp_path):
     assert [r.id for r in records] == ["2"] and count == 1
     assert messages == [f"skipped: {path} (document 1): a passage needs an integer offset and a string text; "
                         "got offset 'x', text 'Fever'."]
+
+
+def test_a_pubtator_file_that_starts_with_blank_lines_is_read_as_pubtator(tmp_path):
+    from spacy_arbo.annotation.readers import input_files
+
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\n10192393|t|A common human skin tumour\n10192393|a|It is caused.\n\n", encoding="utf8")
+    assert input_files([path]) == [(path, "pubtator")]
