@@ -392,3 +392,19 @@ def test_one_label_augmenter_keeps_spans_and_ids():
     assert [(e.text, e.label_, e.kb_id_) for e in example.reference.ents] == [
         ("Fever", "Disease", "D1"), ("breast cancer", "Disease", "D2")]
     assert [e.label_ for e in doc.ents] == ["SpecificDisease", "DiseaseClass"]  # the corpus is left as it is
+
+
+def test_one_label_augmenter_keeps_missing_annotation_missing():
+    from spacy.tokens import Span
+    from spacy.training import Example
+    from spacy.util import registry
+
+    nlp = spacy.blank("en")
+    reference = nlp.make_doc("Lung cancer and some words here .")
+    reference.set_ents([Span(reference, 0, 2, label="SpecificDisease", kb_id="D1")],
+                       outside=[reference[3:5]], default="missing")
+    augment = registry.augmenters.get("spacy_arbo.one_label.v1")(label="Disease")
+    (example,) = augment(nlp, Example(nlp.make_doc(reference.text), reference))
+    assert [(t.ent_iob_, t.ent_type_) for t in example.reference] == [
+        ("B", "Disease"), ("I", "Disease"), ("", ""), ("O", ""), ("O", ""), ("", ""), ("", "")]
+    assert example.reference.ents[0].kb_id_ == "D1"

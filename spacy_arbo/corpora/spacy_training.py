@@ -39,11 +39,13 @@ def create_pubtator_reader(
 @registry.augmenters("spacy_arbo.one_label.v1")
 def create_one_label_augmenter(label: str = "Disease") -> Callable[[Language, Example], Iterator[Example]]:
     """Give every gold entity one label: a recognizer for linking needs mentions, not the
-    corpus's mention types (NCBI Disease has four: SpecificDisease, DiseaseClass, ...)."""
+    corpus's mention types (NCBI Disease has four: SpecificDisease, DiseaseClass, ...). Tokens
+    whose annotation is missing (silver mentions) stay missing."""
 
     def relabel(nlp: Language, example: Example) -> Iterator[Example]:
         reference = example.reference.copy()
-        reference.ents = [Span(reference, e.start, e.end, label=label, kb_id=e.kb_id_) for e in reference.ents]
+        reference.set_ents([Span(reference, e.start, e.end, label=label, kb_id=e.kb_id_) for e in reference.ents],
+                           default="unmodified")
         yield Example(example.predicted, reference)
 
     return relabel
