@@ -125,7 +125,7 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys, tmp_path, monk
 # The commands that link or encode with a pipeline's (or an encoder's) torch models.
 GPU_COMMANDS = {"evaluate", "discover", "link", "index-kb", "kb add", "kb remove", "export-spacy-kb", "add-memory",
                 "configure", "workflow compare-runs", "tune-reranker", "tune-threshold", "calibrate",
-                "workflow select-pipeline", "self-align"}
+                "workflow select-pipeline", "self-align", "learn-recognizer"}
 
 
 def command_parsers(parser: argparse.ArgumentParser, name: str = ""):

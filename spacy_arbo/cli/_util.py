@@ -51,6 +51,17 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def positive_int(text: str) -> int:
+    """argparse `type` of a count that must be 1 or more (`--max-steps`: spaCy reads 0 as no limit)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got '{text}'")
+    return value
+
+
 def probability(text: str) -> float:
     """argparse `type` of --min-confidence: a confidence is a probability, so a threshold outside
     [0, 1] would send every link (or none) to review; a usage error naming the option instead."""
