@@ -42,23 +42,21 @@ def add_types_option(cmd: argparse.ArgumentParser, what: str) -> None:
 def non_negative_int(text: str) -> int:
     """argparse `type` of a count where 0 means "all" (`--limit`): a negative one is a usage
     error naming the option, not an exception from deep inside."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 (0: all), got '{text}'")
-    return value
+    return _int_at_least(text, 0, " (0: all)")
 
 
 def positive_int(text: str) -> int:
     """argparse `type` of a count that must be 1 or more (`--max-steps`: spaCy reads 0 as no limit)."""
+    return _int_at_least(text, 1)
+
+
+def _int_at_least(text: str, minimum: int, note: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got '{text}'")
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}{note}, got '{text}'")
     return value
 
 

@@ -106,15 +106,11 @@ def learn_recognizer(load_linker: Callable[[], Language], texts: Sequence[str], 
     """The raw-text pipeline: the linker that `load_linker` gives, after a recognizer learned from
     `texts` (and the KB name finder, with `keep_finder`). `workdir` keeps each round's silver
     corpora and training output."""
-    from ..cli.pipeline import add_kb_finder, add_recognizer
-
     texts = [text for text in texts if text.strip()]
     if not texts:
         raise ArboError("No text to learn from: every input is empty.")
     train, dev = split_texts(texts, settings.dev_share, settings.seed)
-    teacher = linking_only(load_linker())
-    add_kb_finder(teacher, mode="replace", label=settings.label)
-    recognizer: Optional[Language] = None
+    teacher = raw_text_pipeline(load_linker, None, True, settings.label)
     for round_ in range(settings.rounds + 1):
         out = Path(workdir) / f"round_{round_}"
         counts = write_silver(teacher, train, dev, settings.silver, out)
@@ -123,14 +119,22 @@ def learn_recognizer(load_linker: Callable[[], Language], texts: Sequence[str], 
                             "a recognizer from (are the texts and the KB of one domain and language?).")
         report(f"round {round_}: {counts}")
         recognizer = train_recognizer(settings, out, teacher.get_pipe(FINDER).label)
-        teacher = linking_only(load_linker())
-        add_recognizer(teacher, recognizer, consistency=False)
-        add_kb_finder(teacher, mode="add", label=settings.label)
-    assert recognizer is not None
-    if settings.keep_finder:
-        return teacher
+        if round_ < settings.rounds:
+            teacher = raw_text_pipeline(load_linker, recognizer, True, settings.label)
+    return raw_text_pipeline(load_linker, recognizer, settings.keep_finder, settings.label)
+
+
+def raw_text_pipeline(load_linker: Callable[[], Language], recognizer: Optional[Language], kb_finder: bool,
+                      label: Optional[str]) -> Language:
+    """The linker after `recognizer` and, with `kb_finder`, the KB name finder (beside the
+    recognizer, or alone in replace mode)."""
+    from ..cli.pipeline import add_kb_finder, add_recognizer
+
     nlp = linking_only(load_linker())
-    add_recognizer(nlp, recognizer, consistency=False)
+    if recognizer is not None:
+        add_recognizer(nlp, recognizer, consistency=False)
+    if kb_finder:
+        add_kb_finder(nlp, mode="add" if recognizer is not None else "replace", label=label)
     return nlp
 
 
