@@ -120,15 +120,18 @@ def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids
     return metrics
 
 
-def mention_spans(docs: List[Doc]) -> Set[Tuple[int, int, int]]:
-    """(doc, start, end) of every mention: recognition's items, labels aside (a linker needs the
-    mentions, not their types)."""
-    return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents}
+def mention_spans(docs: List[Doc], label: Optional[str] = None) -> Set[Tuple[int, int, int]]:
+    """(doc, start, end) of every mention (of `label`, if given): recognition's items, labels
+    aside by default (a linker needs the mentions, not their types)."""
+    return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents
+            if label is None or e.label_ == label}
 
 
-def end_to_end_links(docs: List[Doc]) -> Set[Link]:
-    """(doc, start, end, id set) of every linked mention: end-to-end scoring's items."""
-    return {_link(i, e) for i, doc in enumerate(docs) for e in doc.ents if is_link(e.kb_id_)}
+def end_to_end_links(docs: List[Doc], label: Optional[str] = None) -> Set[Link]:
+    """(doc, start, end, id set) of every linked mention (of `label`, if given): end-to-end
+    scoring's items."""
+    return {_link(i, e) for i, doc in enumerate(docs) for e in doc.ents
+            if is_link(e.kb_id_) and (label is None or e.label_ == label)}
 
 
 def _link(index: int, span: Span) -> Link:
@@ -204,16 +207,13 @@ def recognized_and_scored(nlp: Language, gold_docs: List[Doc],
     predicted = list(nlp.pipe((doc.text for doc in gold_docs), batch_size=batch_size))
     elapsed = time.perf_counter() - start
 
-    ner = PRFScore()
-    ner.score_set(mention_spans(predicted), mention_spans(gold_docs))
-    metrics: Dict[str, Any] = {"ner_p": ner.precision, "ner_r": ner.recall, "ner_f": ner.fscore}
-    predicted_links, gold_links = end_to_end_links(predicted), end_to_end_links(gold_docs)
-    for name, rule in (("e2e", "exact"), ("e2e_any_id", "any_id")):
-        prf = end_to_end_prf(predicted_links, gold_links, rule)
-        metrics.update({f"{name}_{key}": value for key, value in prf.items()})
+    metrics: Dict[str, Any] = recognition_metrics(predicted, gold_docs)
     outcomes = mention_outcomes(Example(p, g) for p, g in zip(predicted, gold_docs))
     metrics.update({key: value for key, value in link_prf(outcomes).items() if key.startswith("nel_micro_")})
-    metrics.update(end_to_end_confidence(predicted, gold_links))
+    metrics.update(end_to_end_confidence(predicted, end_to_end_links(gold_docs)))
+    per_type = recognition_per_type(predicted, gold_docs)
+    if per_type:
+        metrics["e2e_per_type"] = per_type
     metrics["n_gold_mentions"] = sum(len(doc.ents) for doc in gold_docs)
     metrics["n_predicted_mentions"] = sum(len(doc.ents) for doc in predicted)
     metrics["seconds"] = elapsed
@@ -221,13 +221,38 @@ def recognized_and_scored(nlp: Language, gold_docs: List[Doc],
     return metrics, predicted
 
 
+def recognition_metrics(predicted: List[Doc], gold_docs: List[Doc], label: Optional[str] = None) -> Dict[str, float]:
+    """`ner_*` and `e2e_*` / `e2e_any_id_*` P/R/F of the mentions (of `label`, if given)."""
+    ner = PRFScore()
+    ner.score_set(mention_spans(predicted, label), mention_spans(gold_docs, label))
+    metrics = {"ner_p": ner.precision, "ner_r": ner.recall, "ner_f": ner.fscore}
+    predicted_links, gold_links = end_to_end_links(predicted, label), end_to_end_links(gold_docs, label)
+    for name, rule in (("e2e", "exact"), ("e2e_any_id", "any_id")):
+        prf = end_to_end_prf(predicted_links, gold_links, rule)
+        metrics.update({f"{name}_{key}": value for key, value in prf.items()})
+    return metrics
+
+
+def recognition_per_type(predicted: List[Doc], gold_docs: List[Doc]) -> Dict[str, Dict[str, float]]:
+    """`recognition_metrics` of each type, where the gold has several and the pipeline's types
+    are among them (chemicals and diseases, each linked to its own KB); {} otherwise (NCBI's
+    four mention types against a recognizer's one label)."""
+    gold_labels = {e.label_ for doc in gold_docs for e in doc.ents}
+    predicted_labels = {e.label_ for doc in predicted for e in doc.ents}
+    if len(gold_labels) < 2 or not predicted_labels <= gold_labels:
+        return {}
+    return {label: recognition_metrics(predicted, gold_docs, label) for label in sorted(gold_labels)}
+
+
 def format_metrics(metrics: Dict[str, Any]) -> str:
     rows = []
     for key, value in metrics.items():
-        if isinstance(value, (list, dict)):  # curves and per-type tables live in the JSON
+        if isinstance(value, (list, dict)):  # curves and other per-type tables live in the JSON
             continue
         if isinstance(value, float):
             rows.append(f"{key:<22}{value:>10.4f}" if value <= 1.0 else f"{key:<22}{value:>10.1f}")
         elif value is not None:
             rows.append(f"{key:<22}{value:>10}")
+    for label, values in metrics.get("e2e_per_type", {}).items():
+        rows.extend(f"{label + ' ' + key:<22}{value:>10.4f}" for key, value in values.items())
     return "\n".join(rows)

@@ -11,7 +11,7 @@ from spacy.tokens import DocBin
 
 from spacy_arbo import Entity, EntityStore
 from spacy_arbo.cli import main
-from spacy_arbo.corpora import convert_corpus
+from spacy_arbo.corpora import convert_corpus, read_docbin
 from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.store import open_store
 from spacy_arbo.metrics_tables import read_run_clock
@@ -189,6 +189,21 @@ def test_convert_types_that_no_mention_has_is_an_error_listing_the_types(linked,
     assert main(["convert", str(linked / "corpus.txt"), str(tmp_path / "out.spacy"), "--types", "Nope",
                  "--limit", "1"]) == 1
     assert "no mention in the first 1 documents (--limit) has type Nope (--types)" in error_line(capsys)
+
+
+def test_convert_with_a_kb_per_type(linked, tmp_path, capsys):
+    """--kb TYPE=DIR ...: each type resolved against its own KB, only those types kept."""
+    corpus, kb, out = str(linked / "corpus.txt"), str(linked / "kb"), tmp_path / "out.spacy"
+    capsys.readouterr()
+    assert main(["convert", corpus, str(out), "--kb", f"Disease={kb}"]) == 0
+    vocab = spacy.blank("en").vocab
+    one_kb = [(e.label_, e.kb_id_) for doc in read_docbin(linked / "test.spacy", vocab) for e in doc.ents]
+    assert [(e.label_, e.kb_id_) for doc in read_docbin(out, vocab) for e in doc.ents] == one_kb
+    assert len(one_kb) == 4
+    assert main(["convert", corpus, str(out), "--kb", f"Disease={kb}", f"Disease={kb}"]) == 1
+    assert "--kb: two KBs for type Disease." in error_line(capsys)
+    assert main(["convert", corpus, str(out), "--kb", f"Disease={kb}", kb]) == 1
+    assert f"--kb {kb}: with several KBs, give each as TYPE=DIR" in error_line(capsys)
 
 
 @pytest.mark.parametrize("name,text,message", [

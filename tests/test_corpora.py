@@ -150,6 +150,23 @@ def test_convert_ids_missing_from_kb_are_nil(tmp_path, kb):
     assert (report.nil_mentions, report.not_in_kb, report.composite_parts_dropped) == (2, 2, 2)
 
 
+def test_convert_with_a_kb_per_type_resolves_each_type_against_its_own(tmp_path, kb):
+    chemicals = EntityStore([Entity("MESH:D009270", "Naloxone")])
+    path = tmp_path / "c.txt"
+    path.write_text(pubtator("1", "Naloxone for liver disease, not D009270 poisoning.", "x", [
+        ("Naloxone", "Chemical", "D009270"), ("liver disease", "Disease", "D008107"),
+        ("D009270 poisoning", "Disease", "D009270"), ("x", "Gene", "1"),
+    ]), encoding="utf8")
+    (doc,), report = convert_corpus(path, kb={"Disease": kb, "Chemical": chemicals})
+    # A disease spelt with a chemical's id is not in the disease KB: NIL. The Gene has no KB: not kept.
+    assert [(e.label_, e.kb_id_) for e in doc.ents] == [
+        ("Chemical", "MESH:D009270"), ("Disease", "MESH:D008107"), ("Disease", NIL)]
+    assert (report.skipped_by_type, report.not_in_kb) == (1, 1)
+    with pytest.raises(ArboError, match=r"--types Gene: no KB given for that type; the KBs are given for "
+                                        r"Disease, Chemical \(--kb TYPE=DIR ...\)."):
+        convert_corpus(path, kb={"Disease": kb, "Chemical": chemicals}, types=["Gene"])
+
+
 def test_type_filter(corpus):
     docs, report = convert_corpus(corpus, types=["DiseaseClass", "Chemical"])
     assert len(docs) == 2
@@ -392,6 +409,10 @@ def test_one_label_augmenter_keeps_spans_and_ids():
     assert [(e.text, e.label_, e.kb_id_) for e in example.reference.ents] == [
         ("Fever", "Disease", "D1"), ("breast cancer", "Disease", "D2")]
     assert [e.label_ for e in doc.ents] == ["SpecificDisease", "DiseaseClass"]  # the corpus is left as it is
+    # label = null keeps the corpus's types (a recognizer of chemicals and diseases for two KBs).
+    (kept,) = registry.augmenters.get("spacy_arbo.one_label.v1")(label=None)(nlp, Example(nlp.make_doc(doc.text), doc))
+    assert [(e.text, e.label_, e.kb_id_) for e in kept.reference.ents] == [
+        ("Fever", "SpecificDisease", "D1"), ("breast cancer", "DiseaseClass", "D2")]
 
 
 def test_one_label_augmenter_keeps_missing_annotation_missing():

@@ -8,7 +8,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Span
 
-from spacy_arbo.evaluation import evaluate_end_to_end, gold_mention_outcomes, linking_metrics
+from spacy_arbo.evaluation import evaluate_end_to_end, format_metrics, gold_mention_outcomes, linking_metrics
 from spacy_arbo.pipeline_loading import load_pipeline
 from spacy_arbo.util import ArboError
 
@@ -37,6 +37,37 @@ def test_end_to_end_strict_and_any_id():
     # Any-id: "D1" is one of the composite's ids.
     assert (metrics["e2e_any_id_p"], metrics["e2e_any_id_r"]) == pytest.approx((1 / 3, 1 / 2))
     assert metrics["n_gold_mentions"] == 2 and metrics["n_predicted_mentions"] == 3
+
+
+@Language.component("test_typed_links")
+def typed_links(doc):
+    ids = {"aspirin": "C1", "fever": "D3", "cough": "D9"}
+    doc.ents = [Span(doc, e.start, e.end, label=e.label_, kb_id=ids[e.text]) for e in doc.ents]
+    return doc
+
+
+def test_end_to_end_per_type_where_the_pipeline_has_the_gold_types():
+    """Chemicals and diseases linked to two KBs: each type scored on its own mentions."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler", name="ner").add_patterns(
+        [{"label": "Chemical", "pattern": "aspirin"}, {"label": "Disease", "pattern": "fever"},
+         {"label": "Chemical", "pattern": "cough"}])
+    nlp.add_pipe("test_typed_links")
+    text = "aspirin for fever and cough"
+    gold = nlp.make_doc(text)
+    gold.ents = [Span(gold, 0, 1, label="Chemical", kb_id="C1"), Span(gold, 2, 3, label="Disease", kb_id="D3"),
+                 Span(gold, 4, 5, label="Disease", kb_id="D9")]
+    metrics = evaluate_end_to_end(nlp, [gold])
+    # Labels aside, "cough" is a right link; per type it is a wrong Chemical and a missed Disease.
+    assert metrics["e2e_f"] == pytest.approx(1.0)
+    per_type = metrics["e2e_per_type"]
+    assert (per_type["Chemical"]["ner_p"], per_type["Chemical"]["e2e_p"], per_type["Chemical"]["e2e_r"]) \
+        == pytest.approx((0.5, 0.5, 1.0))
+    assert (per_type["Disease"]["ner_p"], per_type["Disease"]["e2e_r"]) == pytest.approx((1.0, 0.5))
+    assert "Chemical e2e_p" in format_metrics(metrics)
+    # One gold type (or a recognizer naming its types otherwise): no per-type table.
+    one_type = make_doc(nlp, text, [("aspirin", "C1"), ("fever", "D3"), ("cough", "D9")])
+    assert "e2e_per_type" not in evaluate_end_to_end(nlp, [one_type])
 
 
 def test_confidence_is_fitted_on_the_mentions_the_metrics_score():

@@ -1,6 +1,10 @@
 """Commands that bring data in: fetch-assets, convert, convert-corpus, join-corpora, hold-out-kb."""
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+if TYPE_CHECKING:
+    from ..corpora.conversion import KBs
 
 from ._util import add_types_option, non_negative_int
 
@@ -14,7 +18,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd = commands.add_parser("convert", help="convert PubTator / BLINK JSONL into a .spacy DocBin")
     cmd.add_argument("source")
     cmd.add_argument("output", help="output .spacy file")
-    cmd.add_argument("--kb", help="entity store directory, to normalise ids (unknown ids become NIL)")
+    cmd.add_argument("--kb", nargs="+", metavar="[TYPE=]KB",
+                     help="entity store directory, to normalise ids (unknown ids become NIL); or one per mention "
+                     "type, e.g. Disease=ctd_kb Chemical=mesh_kb (only those types are kept unless --types says)")
     add_types_option(cmd, "mention types to keep, e.g. SpecificDisease,DiseaseClass (NCBI Disease) or Disease "
                      "(BC5CDR); a type no mention has is an error listing those it has")
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])
@@ -57,13 +63,32 @@ def fetch_assets_command(args: argparse.Namespace) -> None:
 
 def convert_command(args: argparse.Namespace) -> None:
     from ..corpora import convert_corpus, write_docbin
-    from ..kb.store import open_store
 
-    kb = open_store(args.kb) if args.kb else None
-    docs, report = convert_corpus(Path(args.source), kb=kb, types=args.types, fmt=args.format, limit=args.limit)
+    docs, report = convert_corpus(Path(args.source), kb=_kbs(args.kb), types=args.types, fmt=args.format,
+                                  limit=args.limit)
     write_docbin(docs, args.output)
     print(report.as_table())
     print(f"Wrote {args.output}")
+
+
+def _kbs(values: Optional[List[str]]) -> "KBs":
+    """`--kb DIR` or `--kb TYPE=DIR ...`: one store, or one per mention type."""
+    from ..kb.store import open_store
+    from ..util import ArboError
+
+    if not values:
+        return None
+    if len(values) == 1 and ("=" not in values[0] or Path(values[0]).is_dir()):
+        return open_store(values[0])
+    stores = {}
+    for value in values:
+        label, _, path = value.partition("=")
+        if not label or not path:
+            raise ArboError(f"--kb {value}: with several KBs, give each as TYPE=DIR (Disease=ctd_kb Chemical=mesh_kb).")
+        if label in stores:
+            raise ArboError(f"--kb: two KBs for type {label}.")
+        stores[label] = open_store(path)
+    return stores
 
 
 def convert_corpus_command(args: argparse.Namespace) -> None:

@@ -6,7 +6,7 @@ boundaries that never cut a mention, so that linkers can read context sentence b
 """
 from itertools import islice
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import spacy
 from spacy.language import Language
@@ -26,6 +26,10 @@ from .pubtator import PubTatorDocument, read_pubtator
 CORPUS_FORMATS = ("auto", "pubtator", "blink")
 
 AnnotatedText = Union[PubTatorDocument, BlinkMention]
+
+# One KB for every mention, or one per mention type (a corpus of chemicals and diseases whose
+# ids come from two vocabularies, as a pipeline with a linker per label links them).
+KBs = Union[BaseEntityStore, Mapping[str, BaseEntityStore], None]
 
 
 def guess_corpus_format(path: PathLike) -> str:
@@ -77,7 +81,7 @@ def _make_doc(
     record: AnnotatedText,
     nlp: Language,
     sentencizer: Sentencizer,
-    kb: Optional[BaseEntityStore],
+    kb: KBs,
     types: Optional[Sequence[str]],
     report: ConversionReport,
 ) -> Doc:
@@ -89,7 +93,7 @@ def _make_doc(
         if types is not None and mention.type not in types:
             report.skipped_by_type += 1
             continue
-        kb_id = _link(mention.ids_raw, kb, report)
+        kb_id = _link(mention.ids_raw, kb.get(mention.type) if isinstance(kb, Mapping) else kb, report)
         span = doc.char_span(mention.start, mention.end, label=mention.type, kb_id=kb_id,
                              alignment_mode="expand")
         if span is None:
@@ -118,13 +122,16 @@ def _make_doc(
 def iter_corpus(
     source: PathLike,
     report: ConversionReport,
-    kb: Optional[BaseEntityStore] = None,
+    kb: KBs = None,
     nlp: Optional[Language] = None,
     types: Optional[Sequence[str]] = None,
     fmt: str = "auto",
 ) -> Iterator[Doc]:
-    """Convert lazily, counting into `report` as documents go by."""
+    """Convert lazily, counting into `report` as documents go by. With a KB per type, the
+    types kept are those with a KB unless `types` says which (each must have one)."""
     source = Path(source)
+    if isinstance(kb, Mapping):
+        types = _types_with_kb(kb, types)
     if not source.is_file():
         raise ArboError(f"Corpus file '{source}' does not exist.")
     if fmt not in CORPUS_FORMATS:
@@ -140,16 +147,27 @@ def iter_corpus(
         yield _make_doc(record, nlp, sentencizer, kb, types, report)
 
 
+def _types_with_kb(kb: Mapping[str, BaseEntityStore], types: Optional[Sequence[str]]) -> List[str]:
+    if types is None:
+        return list(kb)
+    lacking = [t for t in types if t not in kb]
+    if lacking:
+        raise ArboError(f"--types {', '.join(lacking)}: no KB given for that type; the KBs are given for "
+                        f"{', '.join(kb)} (--kb TYPE=DIR ...).")
+    return list(types)
+
+
 def convert_corpus(
     source: PathLike,
-    kb: Optional[BaseEntityStore] = None,
+    kb: KBs = None,
     nlp: Optional[Language] = None,
     types: Optional[Sequence[str]] = None,
     fmt: str = "auto",
     limit: int = 0,
 ) -> Tuple[List[Doc], ConversionReport]:
     """Read a PubTator or BLINK JSONL file into gold Docs (`nlp` defaults to a blank "en");
-    `limit` keeps only the first N documents (0: all). A file without documents, and `types`
+    `limit` keeps only the first N documents (0: all); `kb` is one KB or one per type. A file
+    without documents, and `types`
     that no mention has (NCBI Disease's are SpecificDisease, DiseaseClass, Modifier and
     CompositeMention), are errors: either would write a corpus with nothing in it."""
     check_at_least(0, limit=limit)
@@ -158,6 +176,7 @@ def convert_corpus(
     docs = list(islice(docs, limit) if limit else docs)
     if not docs:
         raise ArboError(f"{source}: no documents to convert (an empty file?).")
+    types = _types_with_kb(kb, types) if isinstance(kb, Mapping) else types
     missing = [t for t in types or () if t not in report.mention_types]
     if missing:
         present = ", ".join(f"{t} ({n:,})" for t, n in report.mention_types.most_common()) or "none"

@@ -37,12 +37,16 @@ def create_pubtator_reader(
 
 
 @registry.augmenters("spacy_arbo.one_label.v1")
-def create_one_label_augmenter(label: str = "Disease") -> Callable[[Language, Example], Iterator[Example]]:
+def create_one_label_augmenter(label: Optional[str] = "Disease") -> Callable[[Language, Example], Iterator[Example]]:
     """Give every gold entity one label: a recognizer for linking needs mentions, not the
     corpus's mention types (NCBI Disease has four: SpecificDisease, DiseaseClass, ...). Tokens
-    whose annotation is missing (silver mentions) stay missing."""
+    whose annotation is missing (silver mentions) stay missing. `label = null` keeps the
+    corpus's types, for a recognizer whose types go to linkers of different KBs."""
 
     def relabel(nlp: Language, example: Example) -> Iterator[Example]:
+        if label is None:
+            yield example
+            return
         reference = example.reference.copy()
         reference.set_ents([Span(reference, e.start, e.end, label=label, kb_id=e.kb_id_) for e in reference.ents],
                            default="unmodified")
