@@ -80,9 +80,9 @@ def vary(name: str, rng: random.Random, other_words: Sequence[str]) -> str:
 
 
 def name_mentions(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable[[str], Doc], n: int = N_MENTIONS,
-                  seed: int = 0) -> Tuple[List[Doc], List[str]]:
-    """Up to `n` docs, each a sentence holding one name of a KB entity as its one mention, and the id
-    of the entity each name was taken from."""
+                  seed: int = 0, label: str = "ENTITY") -> Tuple[List[Doc], List[str]]:
+    """Up to `n` docs, each a sentence holding one name of a KB entity as its one mention (labelled
+    `label`), and the id of the entity each name was taken from."""
     rng = random.Random(seed)
     rows = [rng.randrange(len(kb)) for _ in range(min(n, PER_ENTITY * len(kb)))]
     other_words = [w for row in rows for w in kb.entity_at(row).name.split() if len(w) > 3] or ["disease"]
@@ -99,7 +99,7 @@ def name_mentions(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable[[str], D
             text = text[:1].upper() + text[1:]
         before = sentence.index("{}")
         doc = make_doc(sentence.format(text))
-        span = doc.char_span(before, before + len(text), label="ENTITY")
+        span = doc.char_span(before, before + len(text), label=label)
         if span is None:  # a name the tokenizer splits inside a token
             continue
         doc.ents = [span]
@@ -111,9 +111,10 @@ def name_mentions(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable[[str], D
 def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable[[str], Doc],
                            link: Callable[[List[Doc]], Iterable[Doc]],
                            features: Callable[[Sequence[Span]], List[List[float]]],
-                           n: int = N_MENTIONS, seed: int = 0) -> Calibration:
-    """Fit a calibration on the links `link` makes for the KB's own names (`name_mentions`)."""
-    docs, ids = name_mentions(kb, vocab, make_doc, n, seed)
+                           n: int = N_MENTIONS, seed: int = 0, label: str = "ENTITY") -> Calibration:
+    """Fit a calibration on the links `link` makes for the KB's own names (`name_mentions`,
+    labelled `label`: one the linker links)."""
+    docs, ids = name_mentions(kb, vocab, make_doc, n, seed, label)
     spans = [doc.ents[0] for doc in link(docs)]
     return fit_calibration(features(spans), [span.kb_id_ == kb_id for span, kb_id in zip(spans, ids)],
                            source="label-free", ignore=UNLIKE_IN_CORPORA)
@@ -123,13 +124,14 @@ def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable
 class NameLinking:
     """What fitting on a KB's names needs of a linker: its KB, its pipeline (how texts become
     docs, which link memories follow it), how it links docs, which of the KB's names name one
-    entity, and the seed that picks the names."""
+    entity, the seed that picks the names and a label it links."""
 
     kb: BaseEntityStore
     nlp: Language
     link: Callable[[List[Doc]], Iterable[Doc]]
     names: KBNames
     seed: int
+    label: str = "ENTITY"
 
     def features(self) -> ConfidenceFeatures:
         return ConfidenceFeatures(self.nlp, self.names)
@@ -164,14 +166,15 @@ class LabelFreeConfidence:
 
         def fit() -> Calibration:
             return label_free_calibration(linking.kb, linking.nlp.vocab, linking.nlp.make_doc, linking.link,
-                                          linking.features(), seed=linking.seed)
+                                          linking.features(), seed=linking.seed, label=linking.label)
 
         try:
             if cache is None:
                 self.calibration = fit()
             else:
                 what = (f"label-free confidence {self._key()} kb={linking.kb.fingerprint()} seed={linking.seed} "
-                        f"n={N_MENTIONS} features={','.join(FEATURES)} pipes={','.join(linking.nlp.pipe_names)}")
+                        f"n={N_MENTIONS} label={linking.label} features={','.join(FEATURES)} "
+                        f"pipes={','.join(linking.nlp.pipe_names)}")
                 self.calibration = cache.remember(what, lambda: srsly.msgpack_dumps(fit().to_dict()), _calibration)
         except ArboError as err:
             logger.info("%s: confidence not calibrated (%s); it is when its settings change or it is saved.",

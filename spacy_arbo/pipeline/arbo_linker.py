@@ -111,6 +111,11 @@ class ArboLinker(ConfiguredPipe):
         return None if self.retriever is None else self.retriever.kb
 
     @property
+    def name_label(self) -> str:
+        """A label it links: that of the KB names its label-free confidence is fitted on."""
+        return self.settings.name_label
+
+    @property
     def corpus(self) -> TrainingMentions:
         """The training mentions: the arborescence objective's graph nodes, transductive clustering's anchors."""
         return self.training.corpus
@@ -196,7 +201,8 @@ class ArboLinker(ConfiguredPipe):
     def _name_linking(self) -> Optional[NameLinking]:
         """What the label-free confidence is fitted with (this pipe's links of its KB's names), while it is on."""
         on = self.settings.confidence and self.retriever is not None
-        return NameLinking(self._require_kb(), self.nlp, self.pipe, self.exact_names, self.settings.seed) if on else None
+        return NameLinking(self._require_kb(), self.nlp, self.pipe, self.exact_names, self.settings.seed,
+                           self.name_label) if on else None
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
         """Keep the gold mentions of `docs`: ArboEL's graph nodes and transductive anchors."""

@@ -50,7 +50,9 @@ def test_each_label_goes_to_its_own_kb_and_survives_a_round_trip(tmp_path):
     assert [(t, label, kb_id) for t, label, kb_id, _ in got] == [
         ("Fever", "Disease", "MESH:D005334"), ("cocaine", "Chemical", "MESH:D003042"),
         ("paracetamol", "Chemical", "MESH:D000082"), ("heart failure", "Disease", "MESH:D006333")]
-    assert all(confidence is not None for *_, confidence in got)
+    # Each linker's label-free confidence is fitted on KB names labelled as it links them: a
+    # Chemical linker fitted on names it left unlinked rated every link 0.001.
+    assert all(confidence > 0.5 for *_, confidence in got), got
     nlp.to_disk(tmp_path / "two")
     loaded = spacy.load(tmp_path / "two")
     assert links(loaded(doc_with_mentions(loaded))) == got

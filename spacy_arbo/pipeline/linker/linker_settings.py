@@ -85,6 +85,14 @@ class LinkerSettings(RetrievalSettings):
         return label not in self.labels_discard and (not self.labels or label in self.labels)
 
     @property
+    def name_label(self) -> str:
+        """A label this linker links: the label-free confidence labels the KB names it links so
+        (a linker of Chemical mentions left names labelled otherwise unlinked, all "wrong")."""
+        if self.labels:
+            return self.labels[0]
+        return "ENTITY" if self.links_label("ENTITY") else "_".join(["ENTITY", *self.labels_discard])
+
+    @property
     def names_first(self) -> bool:
         """Mentions written as an unambiguous KB name are linked before encoding."""
         return self.kb_names_first and self.linking == "independent"
