@@ -86,20 +86,24 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
 
 def tune_threshold_command(args: argparse.Namespace) -> None:
     from ..gold_corpus import read_gold_links
-    from ..tuning.threshold import deciding_component, tune_threshold
+    from ..tuning.threshold import deciding_components, tune_threshold
     from ._pipelines import load_pipeline, require_recognizer, write_pipeline
 
     nlp = load_pipeline(args.pipeline)
     if args.end_to_end:
         require_recognizer(nlp, args.pipeline)
-    rows, best = tune_threshold(nlp, read_gold_links(args.dev, nlp), min_gain=args.min_gain, end_to_end=args.end_to_end)
+    gold = read_gold_links(args.dev, nlp)
     columns = "e2e_f | e2e_r" if args.end_to_end else "nel_micro_f | accuracy@1"
-    print(f"{deciding_component(nlp).name} on {args.dev}\n| threshold | {columns} |\n|---:|---:|---:|")
-    for threshold, f, acc in rows:
-        print(f"| {'none' if threshold is None else f'{threshold:.6g}'} | {f:.4f} | {acc:.4f} |")
+    chosen = []
+    for component in deciding_components(nlp):
+        rows, best = tune_threshold(nlp, gold, min_gain=args.min_gain, end_to_end=args.end_to_end, component=component)
+        print(f"{component.name} on {args.dev}\n| threshold | {columns} |\n|---:|---:|---:|")
+        for threshold, f, acc in rows:
+            print(f"| {'none' if threshold is None else f'{threshold:.6g}'} | {f:.4f} | {acc:.4f} |")
+        chosen.append(f"{component.name} threshold = {best}")
     output = args.output or args.pipeline
     write_pipeline(nlp, output)
-    print(f"Wrote {output} with threshold = {best}")
+    print(f"Wrote {output} with {', '.join(chosen)}")
 
 
 def calibrate_command(args: argparse.Namespace) -> None:

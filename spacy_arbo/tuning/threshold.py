@@ -15,7 +15,7 @@ pipeline's own recognizer finds in the dev texts.
 """
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -25,8 +25,8 @@ from spacy.training import Example
 
 from ..evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
 from ..kb.entities import NIL
-from ..pipeline.arbo_linker import arbo_linkers
-from ..scoring import accuracy, link_prf, mention_outcomes
+from ..pipeline.arbo_linker import ArboLinker, arbo_linkers
+from ..scoring import Link, accuracy, link_prf, mention_outcomes
 from ..util import ArboError
 from .rule import MIN_GAIN, Trial, check_min_gain, choose
 
@@ -45,17 +45,39 @@ def deciding_component(nlp: Language):
     return deciders[-1]
 
 
+def deciding_components(nlp: Language) -> list:
+    """The components whose thresholds make the final links: the last one that has a threshold,
+    or, where each arbo_linker is limited to its labels (a KB per type) and decides last, every
+    linker, each for the mentions of its labels."""
+    last = deciding_component(nlp)
+    linkers = arbo_linkers(nlp)
+    if len(linkers) > 1 and last is linkers[-1] and all(_limited(linker) for linker in linkers):
+        return linkers
+    return [last]
+
+
+def _limited(linker: ArboLinker) -> bool:
+    return bool(linker.settings.labels or linker.settings.labels_discard)
+
+
+def _decides(component) -> Callable[[str], bool]:
+    """Whether `component` decides the links of mentions of a label."""
+    return component.settings.links_label if isinstance(component, ArboLinker) else lambda label: True
+
+
 def tune_threshold(nlp: Language, gold_docs: List[Doc], min_gain: float = MIN_GAIN,
-                   end_to_end: bool = False) -> Tuple[List[Row], Optional[float]]:
+                   end_to_end: bool = False, component=None) -> Tuple[List[Row], Optional[float]]:
     """[(threshold, nel_micro_f, accuracy)] on the gold mentions of `gold_docs` (with
     `end_to_end`, [(threshold, e2e F, e2e recall)] on the mentions the pipeline finds), and
     the threshold with the best F (the lowest of equals), or None unless that F is at least
-    `min_gain` above no threshold's; the deciding component (and the pipeline's config) is
-    left set to it."""
+    `min_gain` above no threshold's; `component` (default: the deciding component; one of
+    `deciding_components`), scored on the mentions of the labels it links, is left set to it
+    (and the pipeline's config)."""
     check_min_gain(min_gain)
-    component = deciding_component(nlp)
+    component = component if component is not None else deciding_component(nlp)
     component.configure(threshold=None)
-    with (_end_to_end_scorer if end_to_end else _gold_mention_scorer)(nlp, gold_docs) as (scores, score_at):
+    scorer = _end_to_end_scorer if end_to_end else _gold_mention_scorer
+    with scorer(nlp, gold_docs, component) as (scores, score_at):
         if not scores:
             raise ArboError("The dev set has no linked mentions to choose a threshold on.")
         thresholds: List[Optional[float]] = [None] + sorted({float(q) for q in np.quantile(scores, QUANTILES)})
@@ -70,10 +92,11 @@ Scorer = Callable[[Optional[float]], Tuple[float, float]]
 
 
 @contextmanager
-def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc]) -> Iterator[Tuple[List[float], Scorer]]:
+def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterator[Tuple[List[float], Scorer]]:
     """One pass without a threshold: a threshold only turns links below it into NILs."""
     docs = link_gold_mentions(nlp, gold_docs)
-    outcomes = mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs))
+    decides = _decides(component)
+    outcomes = [o for o in mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs)) if decides(o.label)]
 
     def score_at(threshold: Optional[float]) -> Tuple[float, float]:
         thresholded = [
@@ -86,15 +109,16 @@ def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc]) -> Iterator[Tuple[
 
 
 @contextmanager
-def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc]) -> Iterator[Tuple[List[float], Scorer]]:
+def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterator[Tuple[List[float], Scorer]]:
     """The recognizer runs once; the components after it run again at each threshold, since
     what follows the deciding component (a link memory, composite parts) may undo a NIL, but
     the linkers encode each mention once."""
     recognized, linkers = recognize_mentions(nlp, gold_docs)
-    gold_links = end_to_end_links(gold_docs)
+    decides = _decides(component)
+    gold_links = _links_decided(gold_docs, decides)
 
     def link(threshold: Optional[float]) -> List[Doc]:
-        deciding_component(nlp).configure(threshold=threshold)
+        component.configure(threshold=threshold)
         return list(run_components(nlp, linkers, [doc.copy() for doc in recognized]))
 
     with ExitStack() as reusing:
@@ -104,8 +128,16 @@ def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc]) -> Iterator[Tuple[Li
 
         def score_at(threshold: Optional[float]) -> Tuple[float, float]:
             prf = PRFScore()
-            prf.score_set(end_to_end_links(unthresholded if threshold is None else link(threshold)), gold_links)
+            prf.score_set(_links_decided(unthresholded if threshold is None else link(threshold), decides), gold_links)
             return prf.fscore, prf.recall
 
         yield [e._.kb_candidates[0][1] for doc in unthresholded for e in doc.ents
-               if e.has_extension("kb_candidates") and e._.kb_candidates], score_at
+               if decides(e.label_) and e.has_extension("kb_candidates") and e._.kb_candidates], score_at
+
+
+def _links_decided(docs: List[Doc], decides: Callable[[str], bool]) -> Set[Link]:
+    """`end_to_end_links` of the mentions whose label `decides` says."""
+    labels = {e.label_ for doc in docs for e in doc.ents}
+    if all(decides(label) for label in labels):
+        return end_to_end_links(docs)
+    return set().union(*(end_to_end_links(docs, label) for label in labels if decides(label)))

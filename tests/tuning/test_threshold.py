@@ -4,7 +4,7 @@ import spacy
 from spacy_arbo.cli import main
 from spacy_arbo.corpora import write_docbin
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.tuning.threshold import tune_threshold
+from spacy_arbo.tuning.threshold import deciding_components, tune_threshold
 from spacy_arbo.util import ArboError
 
 from ..conftest import TOY_TEXTS, make_doc
@@ -62,3 +62,20 @@ def test_cli_stores_the_threshold(tmp_path, toy_kb_dir, capsys):
 def test_no_linking_component_is_an_error():
     with pytest.raises(ArboError, match="no arbo_linker or multi_cross_reranker"):
         tune_threshold(spacy.blank("en"), [])
+
+
+def test_each_linker_of_a_kb_per_label_gets_a_threshold_from_its_own_mentions(tmp_path):
+    """Chemicals all linked right, diseases some unknown: only the disease linker needs a
+    threshold (the last linker alone, tuned on every mention, once took it)."""
+    from ..pipeline.test_several_kbs import two_kb_nlp
+
+    nlp = two_kb_nlp(tmp_path)
+    chemicals = [("cocaine", "MESH:D003042"), ("paracetamol", "MESH:D000082"), ("Methamphetamine", "MESH:D008694")]
+    docs = [make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS + UNKNOWN]
+    docs.append(make_doc(nlp, "Cocaine or paracetamol, then Methamphetamine.",
+                         [(text.capitalize() if text == "cocaine" else text, kb_id) for text, kb_id in chemicals],
+                         label="Chemical"))
+    assert [c.name for c in deciding_components(nlp)] == ["disease_linker", "chemical_linker"]
+    chosen = {c.name: tune_threshold(nlp, docs, component=c)[1] for c in deciding_components(nlp)}
+    assert chosen["disease_linker"] is not None and chosen["chemical_linker"] is None
+    assert nlp.get_pipe("disease_linker").cfg["threshold"] == chosen["disease_linker"]
