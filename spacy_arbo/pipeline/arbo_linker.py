@@ -38,7 +38,7 @@ from .common.gold_ents import with_gold_mentions
 from .common.links import install_extensions
 from .common.mention_finders import NoMentionFinderWarning
 from .linker import linker_files
-from .linker.composites import composite_parts
+from .common.composites import composite_parts
 from .linker.exact_names import ExactNames, known_links
 from .linker.link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
 from .linker.linker_settings import DEFAULT_MODEL, LinkerSettings

@@ -12,7 +12,9 @@ that separate a KB's name from the way a text writes it: plural and singular of 
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
 parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
 is proposed wherever it occurs when its long form reads as a KB name. A category word that ends
-hundreds of the KB's names ("disease", `name_categories`) is not proposed alone.
+hundreds of the KB's names ("disease", `name_categories`) is not proposed alone. A name inside a
+coordination of names ("breast and ovarian cancer") is proposed as the whole coordination
+(`coordinations`), which the linker splits.
 """
 import re
 from pathlib import Path
@@ -31,6 +33,7 @@ from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
+from .common.coordinations import coordinated_spans
 from .common.kb_finder_settings import DEFAULT_LABEL, MODES
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
 from .common.name_categories import name_categories
@@ -205,6 +208,7 @@ class KBMentionFinder(Pipe):
         found = [Span(doc, start, end, label=self.cfg["label"])
                  for matcher in self._matchers.values() for start, end in matcher(doc)
                  if end - start > 1 or doc[start].lower_ not in self._categories]
+        found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
         found += self._defined_short_forms(doc)
         if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)

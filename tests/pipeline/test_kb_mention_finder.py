@@ -55,6 +55,16 @@ def test_defined_short_forms_are_proposed_wherever_they_occur(toy_kb):
     assert [e.text for e in doc.ents] == ["Wilson disease", "WLD", "WLD"]
 
 
+def test_a_name_inside_a_coordination_of_names_is_proposed_as_the_whole(toy_kb):
+    nlp = finder_nlp(toy_kb, mode="replace")
+    assert mentions(nlp("Colon and colorectal cancers run in families.")) == [
+        ("Colon and colorectal cancers", "Disease")]
+    assert mentions(nlp("Colon/colorectal cancer.")) == [("Colon/colorectal cancer", "Disease")]
+    # Whole names listed stay several mentions; "lung cancer" is no KB name, so no growth.
+    assert [e.text for e in nlp("Fever and coughing were reported.").ents] == ["Fever", "coughing"]
+    assert [e.text for e in nlp("Lung and colorectal cancer.").ents] == ["colorectal cancer"]
+
+
 def test_add_mode_keeps_the_recognizers_mentions(toy_kb):
     nlp = finder_nlp(toy_kb, mode="add")
     doc = make_doc(nlp, "Wilson disease and fever today.", [("Wilson disease and", "")], label="NER")

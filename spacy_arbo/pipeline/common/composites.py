@@ -77,6 +77,12 @@ def _text(span: Span, words: Sequence[Word]) -> str:
     return " ".join(doc[start:end].text for start, end in pieces)
 
 
+def conjunct_texts(span: Span) -> List[str]:
+    """The conjuncts of a coordinated mention as written ("breast", "ovarian cancer"), [] for
+    any other mention."""
+    return [_text(span, words) for words in _conjuncts(span)]
+
+
 def composite_parts(span: Span) -> List[str]:
     """The texts of the concepts a coordinated mention names, [] for any other mention."""
     conjuncts = _conjuncts(span)

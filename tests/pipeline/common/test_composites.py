@@ -3,7 +3,7 @@ import spacy
 
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.pipeline.linker.composites import composite_parts
+from spacy_arbo.pipeline.common.composites import composite_parts
 
 from ...conftest import make_doc
 from ...util import make_nlp, unlinked
