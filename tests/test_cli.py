@@ -482,6 +482,9 @@ def test_add_kb_finder_alone_or_beside_a_recognizer(linked, capsys):
     nlp = spacy.load(tmp / "kb_only")
     assert nlp.pipe_names == ["kb_mention_finder", "arbo_linker", "kb_mention_filter"]
     assert recognizer_position(nlp) == 0 and nlp.get_pipe("kb_mention_finder").cfg["mode"] == "replace"
+    assert nlp.get_pipe("kb_mention_finder").cfg["short_forms"] == "all"
+    assert main(["add-kb-finder", str(tmp / "pipeline"), str(tmp / "defined"), "--short-forms", "defined"]) == 0
+    assert spacy.load(tmp / "defined").get_pipe("kb_mention_finder").cfg["short_forms"] == "defined"
     both = spacy.load(tmp / "both")
     assert both.pipe_names == ["ner", "kb_mention_finder", "mention_consistency", "arbo_linker", "kb_mention_filter"]
     assert [e.text for e in both("Fever in children; cough and pyrexia.").ents] == ["Fever", "children", "cough", "pyrexia"]

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from ..encoders.precision_names import PRECISIONS
 from ..kb.entities import common_type
-from ..pipeline.common.kb_finder_settings import DEFAULT_LABEL, MODES
+from ..pipeline.common.kb_finder_settings import DEFAULT_LABEL, MODES, SHORT_FORMS
 from ..util import ArboError
 from ._util import TypesAction, add_gpu_option
 from .linker_options import add_setting_arguments, configured_pipeline
@@ -37,6 +37,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      "replace: the KB's names are the only mentions (the default without one)")
     cmd.add_argument("--label", default=None, help="the label of the mentions it proposes (default: the one type "
                      f"every entity of the KB lists, else {DEFAULT_LABEL}, kb_mention_finder's own default)")
+    cmd.add_argument("--short-forms", choices=SHORT_FORMS, default="all",
+                     help="all: the KB's abbreviations wherever a text writes them, unless it defines them as something "
+                     "else (the default); defined: only where it defines them as a KB name (docs/raw_text.md)")
     cmd.set_defaults(func=add_kb_finder_command)
 
     cmd = commands.add_parser("add-linker", help="link mentions of some labels to a KB of their own: a second "
@@ -135,7 +138,7 @@ def add_recognizer(nlp: "Language", recognizer: "Language", consistency: bool = 
 
 
 def add_kb_finder(nlp: "Language", kb: Optional["BaseEntityStore"] = None, mode: Optional[str] = None,
-                  label: Optional[str] = None) -> str:
+                  label: Optional[str] = None, short_forms: str = "all") -> str:
     """Put a `kb_mention_finder` over the names of the KB the pipeline links to (`label`'s) after the
     recognizer (first without one) and a `kb_mention_filter` last (before a `link_confidence`), so that the proposals the
     linker links to NIL are dropped; the linkers read the mentions found instead of gold ones.
@@ -166,7 +169,8 @@ def add_kb_finder(nlp: "Language", kb: Optional["BaseEntityStore"] = None, mode:
                         "add one first (add-ner) or use --mode replace.")
     placement = {"after": finders[-1]} if finders else {"first": True}
     label, why = finder_label(linked_kb, label)
-    finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label}, **placement)
+    finder = nlp.add_pipe("kb_mention_finder", config={"mode": mode, "label": label, "short_forms": short_forms},
+                          **placement)
     finder.set_kb(linked_kb)
     # Before a link_confidence, which must stay last to see every link.
     last = nlp.pipe_names[-1]
@@ -200,7 +204,7 @@ def add_kb_finder_command(args: argparse.Namespace) -> None:
 
     nlp = load_pipeline(args.pipeline)
     try:
-        label = add_kb_finder(nlp, open_store(args.kb) if args.kb else None, args.mode, args.label)
+        label = add_kb_finder(nlp, open_store(args.kb) if args.kb else None, args.mode, args.label, args.short_forms)
     except ArboError as err:
         raise ArboError(f"{args.pipeline}: {err}") from None
     write_pipeline(nlp, args.output)

@@ -11,14 +11,16 @@ capitals or more, where case is what separates "ALL" from "all"), with the spell
 that separate a KB's name from the way a text writes it: plural and singular of the last word,
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
 parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
-is proposed wherever it occurs when its long form reads as a KB name. A category word that ends
+is proposed wherever it occurs when its long form reads as a KB name; the KB's own abbreviations
+never where the doc defines them as something holding no KB name ("cyclophosphamide (CP)"), and
+with `short_forms = "defined"` only where it defines them. A category word that ends
 hundreds of the KB's names ("disease", `name_categories`) is not proposed alone. A name inside a
 coordination of names ("breast and ovarian cancer") is proposed as the whole coordination
 (`coordinations`), which the linker splits.
 """
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import srsly
 from spacy.language import Language
@@ -34,7 +36,7 @@ from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
 from .common.coordinations import coordinated_spans
-from .common.kb_finder_settings import DEFAULT_LABEL, MODES
+from .common.kb_finder_settings import DEFAULT_LABEL, MODES, SHORT_FORMS
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
 from .common.name_categories import name_categories
 from .common.name_matcher import ATTRS, NameMatcher
@@ -112,17 +114,20 @@ class KBMentionFinder(Pipe):
     """Proposes every span that matches a KB name as a mention with `label`: in "add" mode
     beside the mentions already in `doc.ents` (those win where they overlap), in "replace"
     mode instead of them. The proposals it adds are also kept in `doc.spans[spans_key]`.
-    Names shorter than `min_chars` (abbreviations aside) and stop words are not matched."""
+    Names shorter than `min_chars` (abbreviations aside) and stop words are not matched; with
+    `short_forms` "defined" (`SHORT_FORMS`), the KB's abbreviations only where the doc defines them."""
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
-                 make_doc: Callable[[str], Doc], nlp: Optional[Language] = None) -> None:
+                 make_doc: Callable[[str], Doc], nlp: Optional[Language] = None, short_forms: str = "all") -> None:
         """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are;
         `nlp`: the pipeline, whose KB the names must be of (`kb_versions`)."""
         check_choice("mode", mode, MODES)
+        check_choice("short_forms", short_forms, SHORT_FORMS)
         check_at_least(1, min_chars=min_chars)
         self.vocab = vocab
         self.name = name
-        self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key}
+        self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key,
+                                    "short_forms": short_forms}
         self.names: List[str] = []
         self.nlp = nlp
         # The version of the KB the names are of (None: names given by hand, or saved before
@@ -205,11 +210,15 @@ class KBMentionFinder(Pipe):
         if not self._matchers:
             raise ArboError(f"{self.name} has no KB names: initialize it with a kb_loader or call set_names.")
         check_kb_version(self.name, self, self.nlp)
+        long_forms = self._doc_long_forms(doc)
+        # The "ORTH" matcher holds the abbreviations, matched in their own case.
+        matchers = [m for attr, m in self._matchers.items() if attr != "ORTH" or self.cfg["short_forms"] == "all"]
         found = [Span(doc, start, end, label=self.cfg["label"])
-                 for matcher in self._matchers.values() for start, end in matcher(doc)
+                 for matcher in matchers for start, end in matcher(doc)
                  if end - start > 1 or doc[start].lower_ not in self._categories]
+        found = [span for span in found if self._names_what_the_doc_means(span, long_forms)]
         found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
-        found += self._defined_short_forms(doc)
+        found += self._defined_short_forms(doc, long_forms)
         if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)
             doc.ents = proposals
@@ -220,19 +229,36 @@ class KBMentionFinder(Pipe):
         doc.spans[self.cfg["spans_key"]] = proposals
         return doc
 
-    def _defined_short_forms(self, doc: Doc) -> List[Span]:
-        """Every occurrence of a short form whose definition's long form reads as a KB name."""
+    def _doc_long_forms(self, doc: Doc) -> Dict[Tuple[int, int], str]:
+        """(start_char, end_char) of each short form the doc defines -> its long form."""
         if self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
+        return self._long_forms(doc)
+
+    def _names_what_the_doc_means(self, span: Span, long_forms: Dict[Tuple[int, int], str]) -> bool:
+        """False for a KB name that the doc defines as the short form of something without a
+        KB name in it ("cyclophosphamide (CP)", where CP is a disease's alias)."""
+        long_form = long_forms.get((span.start_char, span.end_char))
+        return long_form is None or self._reads_as_name(long_form) or self._holds_a_name(long_form)
+
+    def _holds_a_name(self, text: str) -> bool:
+        doc = self._make_doc(text)
+        return any(end - start > 1 or doc[start].lower_ not in self._categories
+                   for start, end in self._matchers["LOWER"](doc))
+
+    def _defined_short_forms(self, doc: Doc, long_forms: Dict[Tuple[int, int], str]) -> List[Span]:
+        """Every occurrence of a short form whose definition's long form reads as a KB name."""
         label = self.cfg["label"]
-        return short_form_spans(doc, self._long_forms,
-                                lambda long_form: label if self._reads_as_name(long_form) else None)
+        return short_form_spans(doc, long_forms, lambda long_form: label if self._reads_as_name(long_form) else None)
 
     def _reads_as_name(self, long_form: str) -> bool:
         """The long form, or its last two words or more (the detector's long forms may start a
-        sentence too early), is a KB name."""
+        sentence too early), is a KB name, or one with a category word after it ("von
+        Hippel-Lindau" for von Hippel-Lindau disease)."""
         words = normal_form(long_form).split()
-        return any(" ".join(words[i:]) in self._known for i in range(max(1, len(words) - 1)))
+        tails = [" ".join(words[i:]) for i in range(max(1, len(words) - 1))]
+        return any(tail in self._known or any(f"{tail} {category}" in self._known for category in self._categories)
+                   for tail in tails)
 
     # Serialization: the names, and the matchers as token strings (remade from the names only for
     # a finder saved without them) ------------------------------------------------------------
@@ -301,13 +327,14 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
 
 
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
-                  default_config={"label": DEFAULT_LABEL, "mode": "add", "min_chars": 3, "spans_key": "kb_mentions"})
+                  default_config={"label": DEFAULT_LABEL, "mode": "add", "min_chars": 3, "spans_key": "kb_mentions",
+                                  "short_forms": "all"})
 @config_checked
 def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_chars: Any,
-                           spans_key: str) -> KBMentionFinder:
+                           spans_key: str, short_forms: Any) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
-                           make_doc=nlp.make_doc, nlp=nlp)
+                           make_doc=nlp.make_doc, nlp=nlp, short_forms=short_forms)
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],

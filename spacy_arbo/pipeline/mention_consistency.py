@@ -67,7 +67,7 @@ class MentionConsistency:
         if self._long_forms is None:
             self._long_forms = LongForms(self.vocab)
         labelled = {ent.text.casefold(): ent.label_ for ent in doc.ents}
-        return short_form_spans(doc, self._long_forms, lambda long_form: labelled.get(long_form.casefold()))
+        return short_form_spans(doc, self._long_forms(doc), lambda long_form: labelled.get(long_form.casefold()))
 
 
 @Language.factory("mention_consistency", requires=["doc.ents"], assigns=["doc.ents"],

@@ -190,3 +190,34 @@ def test_a_category_word_that_ends_many_names_is_not_proposed_alone(monkeypatch,
     del saved["categories"]
     srsly.write_msgpack(path, saved)
     assert mentions(spacy.load(tmp_path / "saved")(text)) == found
+
+
+def test_an_abbreviation_the_doc_defines_as_something_else_is_not_proposed(toy_kb):
+    """"DM" is a KB alias (diabetes); a doc that defines it as a chemical means the chemical."""
+    nlp = finder_nlp(toy_kb, mode="replace")
+    assert [e.text for e in nlp("Dimethyl malonate (DM) was given; DM levels rose.").ents] == []
+    # A long form with a KB name in it keeps the alias; one that reads as a name proposes it everywhere.
+    assert [e.text for e in nlp("Type 2 diabetes (DM) is common; DM rises.").ents] == ["diabetes", "DM", "DM"]
+    assert [e.text for e in nlp("Diabetes mellitus (DM) is common; DM rises.").ents] == [
+        "Diabetes mellitus", "DM", "DM"]
+    # Undefined, as clinical notes write it: proposed, unless short_forms is "defined".
+    assert [e.text for e in nlp("The DM cohort.").ents] == ["DM"]
+    defined_only = finder_nlp(toy_kb, mode="replace", short_forms="defined")
+    assert [e.text for e in defined_only("The DM cohort.").ents] == []
+    assert [e.text for e in defined_only("Diabetes mellitus (DM) is common; DM rises.").ents] == [
+        "Diabetes mellitus", "DM", "DM"]
+    with pytest.raises(ArboError, match="short_forms"):
+        finder_nlp(toy_kb, short_forms="some")
+
+
+def test_a_long_form_that_is_a_name_but_its_category_word_defines_a_short_form(monkeypatch):
+    """"von Hippel-Lindau (VHL)" defines VHL as von Hippel-Lindau disease."""
+    from spacy_arbo.kb.entities import Entity
+    from spacy_arbo.kb.store import EntityStore
+    from spacy_arbo.pipeline.common import name_categories as categories
+
+    names = ["Disease", "Von Hippel-Lindau Disease", "Lyme Disease", "Crohn Disease"]
+    kb = EntityStore([Entity(f"D{i}", name, [], "") for i, name in enumerate(names)], source="toy")
+    monkeypatch.setattr(categories, "MIN_NAMES", 3)
+    text = "Families with von Hippel-Lindau (VHL) were seen; VHL is rare."
+    assert [e.text for e in finder_nlp(kb, mode="replace")(text).ents] == ["VHL", "VHL"]

@@ -26,6 +26,8 @@ class LongForms:
         """(start_char, end_char) of each short form -> long form. Reuses the
         `doc._.abbreviations` of an upstream `abbreviation_detector` (spans, or its
         serializable dicts), else finds them (and leaves them on the doc, as dicts)."""
+        if "(" not in doc.text:  # nothing is defined
+            return {}
         if not doc._.abbreviations:
             with warnings.catch_warnings():
                 # The detector's second matcher is empty by design; spaCy warns (W036) about it.
@@ -50,13 +52,12 @@ def word_occurrences(text: str, phrase: str) -> List[Tuple[int, int]]:
     return [match.span() for match in re.finditer(rf"(?<!\w){re.escape(phrase)}(?!\w)", text)]
 
 
-def short_form_spans(doc: Doc, long_forms: LongForms, label_of: Callable[[str], Optional[str]]) -> List[Span]:
-    """A span of each short-form occurrence in `doc` whose long form `label_of` gives a label
-    (None: not a mention)."""
-    if "(" not in doc.text:  # nothing is defined
-        return []
+def short_form_spans(doc: Doc, long_forms: Dict[Tuple[int, int], str],
+                     label_of: Callable[[str], Optional[str]]) -> List[Span]:
+    """A span of each short-form occurrence in `doc` (`long_forms`: `LongForms` of it) whose
+    long form `label_of` gives a label (None: not a mention)."""
     spans = []
-    for (start, end), long_form in long_forms(doc).items():
+    for (start, end), long_form in long_forms.items():
         label = label_of(long_form)
         span = None if label is None else doc.char_span(start, end, label=label, alignment_mode="contract")
         if span is not None:
