@@ -153,3 +153,40 @@ def test_a_pipeline_without_a_linker_is_one_line(tmp_path, docs, capsys):
     DocBin(docs=docs).to_disk(tmp_path / "test.spacy")
     assert discover(tmp_path) == 1
     one_line_error(capsys, "discover clusters with an arbo_linker; the pipeline has none")
+
+
+def test_the_curators_loop_links_the_accepted_proposals_to_their_new_ids(saved, capsys):
+    """discover -> a curator keeps the proposals -> kb add --new-only -> those mentions link to
+    the new ids; proposal files with a duplicate id, an id the KB has or a broken line are refused
+    with the line named, and the pipeline is left as it was."""
+    import json
+
+    from spacy_arbo.corpora import read_docbin
+
+    tmp = saved
+    assert discover(tmp) == 0
+    records = [json.loads(line) for line in (tmp / "new.jsonl").read_text().splitlines()]
+    assert [(r["concept_id"], r["canonical_name"]) for r in records] == [("NEW:00001", "ibuprofen"),
+                                                                          ("NEW:00002", "metformin")]
+    assert main(["kb", "add", str(tmp / "pipeline"), str(tmp / "new.jsonl"), "--new-only",
+                 "--output", str(tmp / "accepted")]) == 0
+    accepted = spacy.load(tmp / "accepted")
+    docs = read_docbin(tmp / "test.spacy", accepted.vocab)
+    linked = {(e.text, e.kb_id_) for doc in accepted.pipe(docs) for e in doc.ents}
+    assert {("ibuprofen", "NEW:00001"), ("metformin", "NEW:00002")} <= linked
+    assert {kb_id for text, kb_id in linked if text not in ("ibuprofen", "metformin")} == {FEVER, COUGH, HEART_FAILURE}
+
+    before = sorted(p.name for p in (tmp / "pipeline").rglob("*"))
+    lines = (tmp / "new.jsonl").read_text().splitlines()
+    for name, bad, message in [
+        ("dup.jsonl", [lines[0], lines[1], lines[0]], "dup.jsonl:3: duplicate id 'NEW:00001' (first defined on line 1)"),
+        ("known.jsonl", [lines[0], json.dumps({"concept_id": FEVER, "canonical_name": "Fever again"})],
+         f"known.jsonl:2: id '{FEVER}' is in the KB already (as '{FEVER}': Fever)"),
+        ("broken.jsonl", [lines[0], '{"concept_id": "NEW:9", "canonical_'], "broken.jsonl:2"),
+    ]:
+        (tmp / name).write_text("\n".join(bad) + "\n")
+        capsys.readouterr()
+        assert main(["kb", "add", str(tmp / "pipeline"), str(tmp / name), "--new-only"]) == 1
+        one_line_error(capsys, message)
+    assert sorted(p.name for p in (tmp / "pipeline").rglob("*")) == before
+    assert "NEW:00001" not in spacy.load(tmp / "pipeline").get_pipe("arbo_linker").kb

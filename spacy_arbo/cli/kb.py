@@ -3,10 +3,15 @@ kb remove, export-spacy-kb."""
 import argparse
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from ..kb import formats
 from ..util import ArboError
 from ._util import add_gpu_option
+
+if TYPE_CHECKING:
+    from ..kb.entities import Entity
+    from ..kb.store import BaseEntityStore
 
 KB_FORMATS = ["auto", *formats.KB_FORMATS]
 
@@ -46,6 +51,9 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("source", help="the entities, as build-kb reads them (scispacy JSONL, CTD TSV, MEDIC, "
                      "ID<TAB>name, ontology)")
     cmd.add_argument("--format", default="auto", choices=KB_FORMATS)
+    cmd.add_argument("--new-only", action="store_true",
+                     help="every entity must be new (the proposals of discover a curator accepted): an id the KB "
+                     "has is an error naming its line, not a replacement")
     cmd = kb_commands.add_parser("remove", help="remove entities by id (compared normalised: chem:1 is CHEM:1)")
     cmd.add_argument("pipeline")
     cmd.add_argument("ids", nargs="+", metavar="ID")
@@ -113,6 +121,8 @@ def kb_update_command(args: argparse.Namespace) -> None:
                         "KB where it was made, or take the component out.")
     # A new id the KB spells otherwise (a KB built before prefixes were case-blind) replaces its entity.
     add = align_ids(linker.kb, list(read_kb(args.source, args.format))) if args.action == "add" else []
+    if args.action == "add" and args.new_only:
+        refuse_known_ids(linker.kb, add, args.source, args.format)
     with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
         update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
         if not update.size:  # a pipeline whose KB is empty does not load
@@ -124,6 +134,20 @@ def kb_update_command(args: argparse.Namespace) -> None:
     print(f"{args.component}: {update.describe(encodes=linker.retriever.dense is not None)}. Wrote {output}")
     for change in changes:
         print(change)
+
+
+def refuse_known_ids(kb: "BaseEntityStore", add: Sequence["Entity"], source: str, fmt: str) -> None:
+    """`kb add --new-only`: an error naming the first line whose id the KB has."""
+    from ..kb.readers import entity_lines
+    from ..kb.updates import ids_the_kb_has
+
+    known = ids_the_kb_has(kb, add)
+    if known:
+        lines = entity_lines(source, fmt)
+        new_id, kb_id = min(known, key=lambda pair: lines.get(pair[0], 0))
+        more = f" ({len(known) - 1:,} more below)" if len(known) > 1 else ""
+        raise ArboError(f"{source}:{lines.get(new_id, '?')}: id '{new_id}' is in the KB already (as '{kb_id}': "
+                        f"{kb[kb_id].name}){more}; --new-only adds new entities only, so nothing was written.")
 
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:

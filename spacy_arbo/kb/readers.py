@@ -219,6 +219,12 @@ def read_kb(path: PathLike, fmt: str = "auto", **options: Any) -> EntityStore:
     return _stream_kb(path, fmt, lambda entities: EntityStore(entities, source=str(path)), **options)
 
 
+def entity_lines(path: PathLike, fmt: str = "auto") -> Dict[str, int]:
+    """Each entity id of a KB source file -> the line that defines it, for an error about one."""
+    fmt = guess_format(path) if fmt == "auto" else fmt
+    return {entity.id: number for number, entity in READERS[fmt](Path(path))}
+
+
 def build_kb(path: PathLike, out_dir: PathLike, fmt: str = "auto", store: str = "memory",
              **options: Any) -> BaseEntityStore:
     """Read a KB source file and write its entity store to `out_dir`: `memory` (an

@@ -8,7 +8,7 @@ import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -84,6 +84,13 @@ def align_ids(kb: BaseEntityStore, add: Sequence[Entity]) -> List[Entity]:
         kb_id = kb_id_of(kb, entity.id, spellings)
         aligned.append(entity if kb_id in (None, entity.id) else dataclasses.replace(entity, id=kb_id))
     return aligned
+
+
+def ids_the_kb_has(kb: BaseEntityStore, add: Sequence[Entity]) -> List[Tuple[str, str]]:
+    """(new id, the KB's id) of each entity of `add` whose id the KB has (compared normalised):
+    what adding only new entities (a curator's accepted proposals) refuses."""
+    spellings = kb_spellings(kb)
+    return [(entity.id, kb_id) for entity in add if (kb_id := kb_id_of(kb, entity.id, spellings)) is not None]
 
 
 def plan_update(kb, add: Sequence[Entity] = (), remove: Iterable[str] = ()) -> KBUpdate:
