@@ -8,12 +8,15 @@ mentions are linked again with the default (independent) linking.
 Scored per draw: the proposals (how many, how many mostly of held-out mentions), the held-out
 entities with 2 mentions or more that are rediscovered (a proposal holds more than half of their
 mentions, and more than half of its mentions are theirs), the held-out mentions linked after
-accepting to the proposal that rediscovered their entity (before: none can be right, their entity
-is not in the KB), and the strict accuracy of the in-KB mentions before and after (what the new
+accepting to a proposal whose mentions are mostly of their entity (before: none can be right, their
+entity is not in the KB), and the strict accuracy of the in-KB mentions before and after (what the new
 entities take from them); then mean, min and max over seeds.
 
+Why: discovery is worth what a curator gets from it: whether the entities a KB lacks come back as
+proposals, and whether accepting them links their mentions without taking the KB's own.
+
     python bench/curator_loop.py /tmp/w/default /tmp/w/kb ncbi=/tmp/w/corpus/ncbi/test.spacy \\
-        bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --seeds 0 1 2 --work /tmp/loop \\
+        bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --seeds 0 1 2 --min-size 2 --work /tmp/loop \\
         --output bench/results/out_of_kb/curator_loop.json
 """
 import argparse
