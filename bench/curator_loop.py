@@ -19,12 +19,11 @@ proposals, and whether accepting them links their mentions without taking the KB
         bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --seeds 0 1 2 --min-size 2 --work /tmp/loop \\
         --output bench/results/out_of_kb/curator_loop.json
 """
-import argparse
 import json
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -39,6 +38,8 @@ from spacy_arbo.kb.entities import Entity, split_ids
 from spacy_arbo.pipeline.common.kb_versions import follow_kb
 from spacy_arbo.pipeline.link_confidence import pipeline_linker
 from spacy_arbo.scoring import accuracy, mention_outcomes
+
+from out_of_kb import draw_arguments, named_sets, summary
 
 # A mention: (doc id, start char, end char).
 Mention = Tuple[Any, int, int]
@@ -118,42 +119,25 @@ def draw(pipeline: str, kb_dir: str, corpus: str, work: Path, seed: int, share: 
     }
 
 
-def summary(draws: List[Dict[str, Any]]) -> Dict[str, Dict[str, Optional[float]]]:
-    out = {}
-    for key in SUMMARY_KEYS:
-        values = [d[key] for d in draws if d[key] is not None]
-        out[key] = {"mean": sum(values) / len(values), "min": min(values), "max": max(values)} if values else None
-    return out
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("pipeline", help="a pipeline with one arbo_linker over KB_DIR's KB")
-    parser.add_argument("kb_dir", help="the KB directory the corpora were converted against")
-    parser.add_argument("sets", nargs="+", metavar="NAME=EVAL.spacy", help="evaluation sets, named")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--share", type=float, default=0.2)
+    parser = draw_arguments(__doc__)
     parser.add_argument("--min-size", type=int, default=2, help="the smallest proposal the curator accepts")
     parser.add_argument("--min-similarity", type=float, help="discover's cut (default: the pipeline's, else discover's)")
-    parser.add_argument("--work", required=True, help="folder for each draw's benchmark (NAME/seedN), new")
-    parser.add_argument("--output", help="write the figures as JSON here")
     args = parser.parse_args()
-    sets = dict(item.split("=", 1) for item in args.sets)
-    if len(sets) != len(args.sets) or not all(sets):
-        parser.error("give each set as NAME=EVAL.spacy, each name once")
+    sets = named_sets(parser, args)
 
     def run() -> None:
-        result: Dict[str, Any] = {"pipeline": args.pipeline, "kb": args.kb_dir, "share": args.share,
+        result: Dict[str, Any] = {"pipeline": args.pipeline, "kb": args.kb, "share": args.share,
                                   "min_size": args.min_size, "min_similarity": args.min_similarity,
                                   "seeds": args.seeds, "sets": {}}
         for name, corpus in sets.items():
             draws = []
             for seed in args.seeds:
-                figures = draw(args.pipeline, args.kb_dir, corpus, Path(args.work) / name / f"seed{seed}", seed,
+                figures = draw(args.pipeline, args.kb, corpus, Path(args.work) / name / f"seed{seed}", seed,
                                args.share, args.min_size, args.min_similarity)
                 print(name, json.dumps(figures))
                 draws.append(figures)
-            result["sets"][name] = {"draws": draws, "summary": summary(draws)}
+            result["sets"][name] = {"draws": draws, "summary": summary(draws, SUMMARY_KEYS)}
             print(name, "mean (min-max):", json.dumps(result["sets"][name]["summary"]))
         if args.output:
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)

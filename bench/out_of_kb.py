@@ -154,18 +154,19 @@ def lookup(row: Dict[str, Any], key: str) -> Optional[float]:
     return row
 
 
-def summary(rows: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """Per figure: mean, min and max over the draws."""
+def summary(rows: List[Dict[str, Any]], keys: Sequence[str] = SUMMARY_KEYS) -> Dict[str, Dict[str, Any]]:
+    """Per figure (`keys`, dotted into nested rows): mean, min and max over the draws."""
     out = {}
-    for key in SUMMARY_KEYS:
+    for key in keys:
         values = [v for v in (lookup(row, key) for row in rows) if v is not None]
         if values:
             out[key] = {"mean": sum(values) / len(values), "min": min(values), "max": max(values)}
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def draw_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of a benchmark over draws of the out-of-KB benchmark (this one, curator_loop.py)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", help="a pipeline over the whole KB (e.g. configs/zero_shot.cfg assembled)")
     parser.add_argument("kb", help="the KB directory the corpora were converted against")
     parser.add_argument("sets", nargs="+", metavar="NAME=EVAL.spacy", help="evaluation sets, named")
@@ -173,10 +174,20 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.2)
     parser.add_argument("--work", required=True, help="folder for each draw's benchmark (NAME/seedN)")
     parser.add_argument("--output", help="write the figures as JSON here")
-    args = parser.parse_args()
+    return parser
+
+
+def named_sets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Dict[str, str]:
     sets = dict(item.split("=", 1) for item in args.sets)
     if len(sets) != len(args.sets) or not all(sets):
         parser.error("give each set as NAME=EVAL.spacy, each name once")
+    return sets
+
+
+def main() -> None:
+    parser = draw_arguments(__doc__)
+    args = parser.parse_args()
+    sets = named_sets(parser, args)
 
     def run() -> None:
         kb = open_store(args.kb)
