@@ -3,10 +3,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
+from ._util import add_types_option, non_negative_int
+
 if TYPE_CHECKING:
     from ..corpora.conversion import KBs
-
-from ._util import add_types_option, non_negative_int
 
 
 def add_commands(commands: "argparse._SubParsersAction") -> None:

@@ -167,9 +167,9 @@ def convert_corpus(
 ) -> Tuple[List[Doc], ConversionReport]:
     """Read a PubTator or BLINK JSONL file into gold Docs (`nlp` defaults to a blank "en");
     `limit` keeps only the first N documents (0: all); `kb` is one KB or one per type. A file
-    without documents, and `types`
-    that no mention has (NCBI Disease's are SpecificDisease, DiseaseClass, Modifier and
-    CompositeMention), are errors: either would write a corpus with nothing in it."""
+    without documents, and `types` that no mention has (NCBI Disease's are SpecificDisease,
+    DiseaseClass, Modifier and CompositeMention), are errors: either would write a corpus with
+    nothing in it."""
     check_at_least(0, limit=limit)
     report = ConversionReport()
     docs = iter_corpus(source, report, kb=kb, nlp=nlp, types=types, fmt=fmt)
