@@ -5,7 +5,7 @@ each in a neutral sentence. A link is right when it finds the entity the name wa
 import logging
 import random
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 import srsly
 from spacy.language import Language
@@ -120,18 +120,27 @@ def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable
                            source="label-free", ignore=UNLIKE_IN_CORPORA)
 
 
+class NameSettings(Protocol):
+    """What fitting on a KB's names reads of a linker's settings (`LinkerSettings` has them)."""
+
+    seed: int  # picks the names
+
+    @property
+    def name_label(self) -> str:
+        """A label the linker links: the names' label."""
+
+
 @dataclass(frozen=True)
 class NameLinking:
     """What fitting on a KB's names needs of a linker: its KB, its pipeline (how texts become
     docs, which link memories follow it), how it links docs, which of the KB's names name one
-    entity, the seed that picks the names and a label it links."""
+    entity, and its settings."""
 
     kb: BaseEntityStore
     nlp: Language
     link: Callable[[List[Doc]], Iterable[Doc]]
     names: KBNames
-    seed: int
-    label: str = "ENTITY"
+    settings: NameSettings
 
     def features(self) -> ConfidenceFeatures:
         return ConfidenceFeatures(self.nlp, self.names)
@@ -166,14 +175,16 @@ class LabelFreeConfidence:
 
         def fit() -> Calibration:
             return label_free_calibration(linking.kb, linking.nlp.vocab, linking.nlp.make_doc, linking.link,
-                                          linking.features(), seed=linking.seed, label=linking.label)
+                                          linking.features(), seed=linking.settings.seed,
+                                          label=linking.settings.name_label)
 
         try:
             if cache is None:
                 self.calibration = fit()
             else:
-                what = (f"label-free confidence {self._key()} kb={linking.kb.fingerprint()} seed={linking.seed} "
-                        f"n={N_MENTIONS} label={linking.label} features={','.join(FEATURES)} "
+                what = (f"label-free confidence {self._key()} kb={linking.kb.fingerprint()} "
+                        f"seed={linking.settings.seed} n={N_MENTIONS} label={linking.settings.name_label} "
+                        f"features={','.join(FEATURES)} "
                         f"pipes={','.join(linking.nlp.pipe_names)}")
                 self.calibration = cache.remember(what, lambda: srsly.msgpack_dumps(fit().to_dict()), _calibration)
         except ArboError as err:

@@ -33,12 +33,12 @@ from ..training.mentions import TrainingMentions
 from ..training.objectives import Objective
 from ..training.retriever_training import RetrieverTraining
 from ..util import ArboError, PathLike
+from .common.composites import composite_parts
 from .common.configured_pipe import ConfiguredPipe
 from .common.gold_ents import with_gold_mentions
 from .common.links import install_extensions
 from .common.mention_finders import NoMentionFinderWarning
 from .linker import linker_files
-from .common.composites import composite_parts
 from .linker.exact_names import ExactNames, known_links
 from .linker.link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
 from .linker.linker_settings import DEFAULT_MODEL, LinkerSettings
@@ -109,11 +109,6 @@ class ArboLinker(ConfiguredPipe):
     @property
     def kb(self) -> Optional[BaseEntityStore]:
         return None if self.retriever is None else self.retriever.kb
-
-    @property
-    def name_label(self) -> str:
-        """A label it links: that of the KB names its label-free confidence is fitted on."""
-        return self.settings.name_label
 
     @property
     def corpus(self) -> TrainingMentions:
@@ -201,8 +196,7 @@ class ArboLinker(ConfiguredPipe):
     def _name_linking(self) -> Optional[NameLinking]:
         """What the label-free confidence is fitted with (this pipe's links of its KB's names), while it is on."""
         on = self.settings.confidence and self.retriever is not None
-        return NameLinking(self._require_kb(), self.nlp, self.pipe, self.exact_names, self.settings.seed,
-                           self.name_label) if on else None
+        return NameLinking(self._require_kb(), self.nlp, self.pipe, self.exact_names, self.settings) if on else None
 
     def set_training_mentions(self, docs: Iterable[Doc]) -> None:
         """Keep the gold mentions of `docs`: ArboEL's graph nodes and transductive anchors."""

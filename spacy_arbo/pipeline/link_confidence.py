@@ -17,7 +17,7 @@ from spacy.vocab import Vocab
 from ..component_settings import config_checked
 from ..confidence.calibration import Calibration
 from ..confidence.features import ConfidenceFeatures, KBNames, write_confidence
-from ..confidence.label_free import label_free_calibration
+from ..confidence.label_free import NameSettings, label_free_calibration
 from ..kb.entities import NIL
 from ..ranges import check_range
 from ..retrieval.retriever import EntityRetriever
@@ -38,15 +38,13 @@ def linked_spans(docs: Iterable[Doc]) -> List[Span]:
 @runtime_checkable
 class KBLinker(KBNames, Protocol):
     """What the confidence reads of the linker whose links it rates (an arbo_linker): its KB,
-    through its retriever, which of the KB's names name one entity, and a label it links. The
-    linker is found by this Protocol: importing `ArboLinker` here would close an import circle
-    through linker_files."""
+    through its retriever, which of the KB's names name one entity, and its settings (a label
+    it links). The linker is found by this Protocol: importing `ArboLinker` here would close an
+    import circle through linker_files."""
+
+    settings: NameSettings
 
     def require_retriever(self) -> EntityRetriever: ...
-
-    @property
-    def name_label(self) -> str:
-        """A label it links."""
 
 
 def pipeline_linker(nlp: Language, what: str) -> KBLinker:
@@ -109,7 +107,7 @@ class LinkConfidence(Pipe):
             return list(pipe_through([proc for _, proc in before[start:]], docs))
 
         self.calibration = label_free_calibration(linker.require_retriever().kb, self.vocab, self.nlp.make_doc,
-                                                  link, self._features(), label=linker.name_label)
+                                                  link, self._features(), label=linker.settings.name_label)
 
     def to_bytes(self, *, exclude: Iterable[str] = SimpleFrozenList()) -> bytes:
         return srsly.msgpack_dumps(None if self.calibration is None else self.calibration.to_dict())
