@@ -2,8 +2,9 @@
 `hold_out_kb` takes a share of the entities the set mentions out of the KB (their mentions NIL gold),
 the pipeline's KB loses them as `kb remove` takes them, `discover` clusters the set's gold mentions
 across documents and proposes its NIL clusters as new entities, a curator accepts every proposal of
-`--min-size` mentions or more (`kb add --new-only`: only the proposals are encoded), and the gold
-mentions are linked again with the default (independent) linking.
+`--min-size` mentions or more (added as `kb add` adds them: only the proposals are encoded; their
+NEW: ids are new by construction), and the gold mentions are linked again with the default
+(independent) linking.
 
 Scored per draw: the proposals (how many, how many mostly of held-out mentions), the held-out
 entities with 2 mentions or more that are rediscovered (a proposal holds more than half of their

@@ -20,7 +20,8 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     cmd.add_argument("output", help="output .spacy file")
     cmd.add_argument("--kb", nargs="+", metavar="[TYPE=]KB",
                      help="entity store directory, to normalise ids (unknown ids become NIL); or one per mention "
-                     "type, e.g. Disease=ctd_kb Chemical=mesh_kb (only those types are kept unless --types says)")
+                     "type, e.g. Disease=ctd_kb Chemical=mesh_kb (only those types are kept unless --types says); "
+                     "put it after the files, since it takes every word that follows")
     add_types_option(cmd, "mention types to keep, e.g. SpecificDisease,DiseaseClass (NCBI Disease) or Disease "
                      "(BC5CDR); a type no mention has is an error listing those it has")
     cmd.add_argument("--format", default="auto", choices=["auto", "pubtator", "blink"])

@@ -119,10 +119,11 @@ def kb_update_command(args: argparse.Namespace) -> None:
         raise ArboError(f"kb {args.action}: {args.pipeline}: {', '.join(others)} links to a KB of its own, which "
                         f"this command does not change (it changes {args.component}'s); update that pipeline's "
                         "KB where it was made, or take the component out.")
-    # A new id the KB spells otherwise (a KB built before prefixes were case-blind) replaces its entity.
-    add = align_ids(linker.kb, list(read_kb(args.source, args.format))) if args.action == "add" else []
+    read = list(read_kb(args.source, args.format)) if args.action == "add" else []
     if args.action == "add" and args.new_only:
-        refuse_known_ids(linker.kb, add, args.source, args.format)
+        refuse_known_ids(linker.kb, read, args.source, args.format)
+    # A new id the KB spells otherwise (a KB built before prefixes were case-blind) replaces its entity.
+    add = align_ids(linker.kb, read)
     with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
         update = linker.update_kb(add, args.ids if args.action == "remove" else (), store_dir=Path(tmp) / "kb")
         if not update.size:  # a pipeline whose KB is empty does not load

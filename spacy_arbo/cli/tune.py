@@ -86,7 +86,7 @@ def tune_reranker_command(args: argparse.Namespace) -> None:
 
 def tune_threshold_command(args: argparse.Namespace) -> None:
     from ..gold_corpus import read_gold_links
-    from ..tuning.threshold import deciding_components, tune_threshold
+    from ..tuning.threshold import decides, deciding_components, tune_threshold
     from ._pipelines import load_pipeline, require_recognizer, write_pipeline
 
     nlp = load_pipeline(args.pipeline)
@@ -95,7 +95,12 @@ def tune_threshold_command(args: argparse.Namespace) -> None:
     gold = read_gold_links(args.dev, nlp)
     columns = "e2e_f | e2e_r" if args.end_to_end else "nel_micro_f | accuracy@1"
     chosen = []
-    for component in deciding_components(nlp):
+    labels = {ent.label_ for doc in gold for ent in doc.ents}
+    components = deciding_components(nlp)
+    for component in components:
+        if len(components) > 1 and not any(map(decides(component), labels)):
+            chosen.append(f"{component.name} threshold left as it was (no mention of its labels in {args.dev})")
+            continue
         rows, best = tune_threshold(nlp, gold, min_gain=args.min_gain, end_to_end=args.end_to_end, component=component)
         print(f"{component.name} on {args.dev}\n| threshold | {columns} |\n|---:|---:|---:|")
         for threshold, f, acc in rows:

@@ -123,7 +123,9 @@ def label_free_calibration(kb: BaseEntityStore, vocab: Vocab, make_doc: Callable
 class NameSettings(Protocol):
     """What fitting on a KB's names reads of a linker's settings (`LinkerSettings` has them)."""
 
-    seed: int  # picks the names
+    @property
+    def seed(self) -> int:
+        """Picks the names."""
 
     @property
     def name_label(self) -> str:

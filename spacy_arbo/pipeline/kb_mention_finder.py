@@ -13,7 +13,7 @@ a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read 
 parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
 is proposed wherever it occurs when its long form reads as a KB name; the KB's own abbreviations
 never where the doc defines them as something holding no KB name ("cyclophosphamide (CP)"), and
-with `short_forms = "defined"` only where it defines them. A category word that ends
+with `short_forms = "defined"` (those in capitals) only where it defines them. A category word that ends
 hundreds of the KB's names ("disease", `name_categories`) is not proposed alone. A name inside a
 coordination of names ("breast and ovarian cancer") is proposed as the whole coordination
 (`coordinations`), which the linker splits.
@@ -102,6 +102,12 @@ def name_variants(name: str) -> Set[str]:
 def normal_form(name: str) -> str:
     """Case, hyphens and spacing aside: how a long form is looked up among the names."""
     return " ".join(_HYPHEN.sub(" ", name).lower().split())
+
+
+def is_short_form(text: str) -> bool:
+    """An abbreviation in capitals ("DM", "NF1", "HNPCC"), not a short name written in mixed
+    case ("DiGeorge", "HbA1c"): what `short_forms = "defined"` proposes only where defined."""
+    return is_abbreviation(text) and text == text.upper()
 
 
 def is_abbreviation(name: str) -> bool:
@@ -211,12 +217,12 @@ class KBMentionFinder(Pipe):
             raise ArboError(f"{self.name} has no KB names: initialize it with a kb_loader or call set_names.")
         check_kb_version(self.name, self, self.nlp)
         long_forms = self._doc_long_forms(doc)
-        # The "ORTH" matcher holds the abbreviations, matched in their own case.
-        matchers = [m for attr, m in self._matchers.items() if attr != "ORTH" or self.cfg["short_forms"] == "all"]
         found = [Span(doc, start, end, label=self.cfg["label"])
-                 for matcher in matchers for start, end in matcher(doc)
+                 for matcher in self._matchers.values() for start, end in matcher(doc)
                  if end - start > 1 or doc[start].lower_ not in self._categories]
         found = [span for span in found if self._names_what_the_doc_means(span, long_forms)]
+        if self.cfg["short_forms"] == "defined":  # the defined ones are added below
+            found = [span for span in found if not is_short_form(span.text)]
         found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
         found += self._defined_short_forms(doc, long_forms)
         if self.cfg["mode"] == "replace":

@@ -60,7 +60,7 @@ def _limited(linker: ArboLinker) -> bool:
     return bool(linker.settings.labels or linker.settings.labels_discard)
 
 
-def _decides(component) -> Callable[[str], bool]:
+def decides(component) -> Callable[[str], bool]:
     """Whether `component` decides the links of mentions of a label."""
     return component.settings.links_label if isinstance(component, ArboLinker) else lambda label: True
 
@@ -95,8 +95,8 @@ Scorer = Callable[[Optional[float]], Tuple[float, float]]
 def _gold_mention_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterator[Tuple[List[float], Scorer]]:
     """One pass without a threshold: a threshold only turns links below it into NILs."""
     docs = link_gold_mentions(nlp, gold_docs)
-    decides = _decides(component)
-    outcomes = [o for o in mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs)) if decides(o.label)]
+    decided = decides(component)
+    outcomes = [o for o in mention_outcomes(Example(p, g) for p, g in zip(docs, gold_docs)) if decided(o.label)]
 
     def score_at(threshold: Optional[float]) -> Tuple[float, float]:
         thresholded = [
@@ -114,8 +114,8 @@ def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterat
     what follows the deciding component (a link memory, composite parts) may undo a NIL, but
     the linkers encode each mention once."""
     recognized, linkers = recognize_mentions(nlp, gold_docs)
-    decides = _decides(component)
-    gold_links = _links_decided(gold_docs, decides)
+    decided = decides(component)
+    gold_links = _links_decided(gold_docs, decided)
 
     def link(threshold: Optional[float]) -> List[Doc]:
         component.configure(threshold=threshold)
@@ -128,11 +128,11 @@ def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterat
 
         def score_at(threshold: Optional[float]) -> Tuple[float, float]:
             prf = PRFScore()
-            prf.score_set(_links_decided(unthresholded if threshold is None else link(threshold), decides), gold_links)
+            prf.score_set(_links_decided(unthresholded if threshold is None else link(threshold), decided), gold_links)
             return prf.fscore, prf.recall
 
         yield [e._.kb_candidates[0][1] for doc in unthresholded for e in doc.ents
-               if decides(e.label_) and e.has_extension("kb_candidates") and e._.kb_candidates], score_at
+               if decided(e.label_) and e.has_extension("kb_candidates") and e._.kb_candidates], score_at
 
 
 def _links_decided(docs: List[Doc], decides: Callable[[str], bool]) -> Set[Link]:

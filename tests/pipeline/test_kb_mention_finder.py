@@ -4,7 +4,8 @@ import srsly
 from spacy.tokens import Span
 
 from spacy_arbo.kb.entities import NIL
-from spacy_arbo.pipeline.kb_mention_finder import drop_unlinked_proposals, last_word_forms, name_variants
+from spacy_arbo.pipeline.kb_mention_finder import (drop_unlinked_proposals, is_short_form, last_word_forms,
+                                                    name_variants)
 from spacy_arbo.pipeline.common.mention_finders import mention_finders
 from spacy_arbo.util import ArboError
 
@@ -208,6 +209,8 @@ def test_an_abbreviation_the_doc_defines_as_something_else_is_not_proposed(toy_k
         "Diabetes mellitus", "DM", "DM"]
     with pytest.raises(ArboError, match="short_forms"):
         finder_nlp(toy_kb, short_forms="some")
+    # A short name in mixed case is a name, not an abbreviation to define first.
+    assert [is_short_form(text) for text in ("DM", "NF1", "SCA-1", "DiGeorge", "HbA1c")] == [True, True, True, False, False]
 
 
 def test_a_long_form_that_is_a_name_but_its_category_word_defines_a_short_form(monkeypatch):

@@ -79,3 +79,19 @@ def test_each_linker_of_a_kb_per_label_gets_a_threshold_from_its_own_mentions(tm
     chosen = {c.name: tune_threshold(nlp, docs, component=c)[1] for c in deciding_components(nlp)}
     assert chosen["disease_linker"] is not None and chosen["chemical_linker"] is None
     assert nlp.get_pipe("disease_linker").cfg["threshold"] == chosen["disease_linker"]
+
+
+def test_a_linker_whose_labels_dev_lacks_keeps_its_threshold(tmp_path, capsys):
+    """A dev set of diseases only: the chemical linker is left as it was, the disease linker tuned."""
+    from ..pipeline.test_several_kbs import two_kb_nlp
+
+    nlp = two_kb_nlp(tmp_path)
+    nlp.get_pipe("chemical_linker").configure(threshold=0.5)
+    nlp.to_disk(tmp_path / "p")
+    write_docbin([make_doc(nlp, text, mentions) for text, mentions in TOY_TEXTS + UNKNOWN], tmp_path / "dev.spacy")
+    assert main(["tune-threshold", str(tmp_path / "p"), str(tmp_path / "dev.spacy"), "--output", str(tmp_path / "t")]) == 0
+    out = capsys.readouterr().out
+    assert "chemical_linker threshold left as it was (no mention of its labels in" in out
+    tuned = spacy.load(tmp_path / "t")
+    assert tuned.get_pipe("chemical_linker").cfg["threshold"] == 0.5
+    assert f"disease_linker threshold = {tuned.get_pipe('disease_linker').cfg['threshold']}" in out

@@ -88,9 +88,8 @@ class LinkerSettings(RetrievalSettings):
     def name_label(self) -> str:
         """A label this linker links: the label-free confidence labels the KB names it links so
         (a linker of Chemical mentions left names labelled otherwise unlinked, all "wrong")."""
-        if self.labels:
-            return self.labels[0]
-        return "ENTITY" if self.links_label("ENTITY") else "_".join(["ENTITY", *self.labels_discard])
+        linked = [label for label in (*self.labels, "ENTITY") if self.links_label(label)]
+        return linked[0] if linked else "_".join(["ENTITY", *self.labels_discard])
 
     @property
     def names_first(self) -> bool:
