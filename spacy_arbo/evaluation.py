@@ -1,6 +1,6 @@
 """Run a pipeline over gold-annotated docs and collect the linking metrics."""
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from spacy.language import Language
 from spacy.scorer import PRFScore
@@ -120,18 +120,18 @@ def linking_metrics(predicted: Sequence[Doc], gold_docs: Sequence[Doc], seen_ids
     return metrics
 
 
-def mention_spans(docs: List[Doc], label: Optional[str] = None) -> Set[Tuple[int, int, int]]:
-    """(doc, start, end) of every mention (of `label`, if given): recognition's items, labels
-    aside by default (a linker needs the mentions, not their types)."""
+def mention_spans(docs: List[Doc], keep: Optional[Callable[[str], bool]] = None) -> Set[Tuple[int, int, int]]:
+    """(doc, start, end) of every mention (of the labels `keep` takes, if given): recognition's
+    items, labels aside by default (a linker needs the mentions, not their types)."""
     return {(i, e.start_char, e.end_char) for i, doc in enumerate(docs) for e in doc.ents
-            if label is None or e.label_ == label}
+            if keep is None or keep(e.label_)}
 
 
-def end_to_end_links(docs: List[Doc], label: Optional[str] = None) -> Set[Link]:
-    """(doc, start, end, id set) of every linked mention (of `label`, if given): end-to-end
-    scoring's items."""
+def end_to_end_links(docs: List[Doc], keep: Optional[Callable[[str], bool]] = None) -> Set[Link]:
+    """(doc, start, end, id set) of every linked mention (of the labels `keep` takes, if given):
+    end-to-end scoring's items."""
     return {_link(i, e) for i, doc in enumerate(docs) for e in doc.ents
-            if is_link(e.kb_id_) and (label is None or e.label_ == label)}
+            if is_link(e.kb_id_) and (keep is None or keep(e.label_))}
 
 
 def _link(index: int, span: Span) -> Link:
@@ -223,10 +223,11 @@ def recognized_and_scored(nlp: Language, gold_docs: List[Doc],
 
 def recognition_metrics(predicted: List[Doc], gold_docs: List[Doc], label: Optional[str] = None) -> Dict[str, float]:
     """`ner_*` and `e2e_*` / `e2e_any_id_*` P/R/F of the mentions (of `label`, if given)."""
+    keep = None if label is None else (lambda other: other == label)
     ner = PRFScore()
-    ner.score_set(mention_spans(predicted, label), mention_spans(gold_docs, label))
+    ner.score_set(mention_spans(predicted, keep), mention_spans(gold_docs, keep))
     metrics = {"ner_p": ner.precision, "ner_r": ner.recall, "ner_f": ner.fscore}
-    predicted_links, gold_links = end_to_end_links(predicted, label), end_to_end_links(gold_docs, label)
+    predicted_links, gold_links = end_to_end_links(predicted, keep), end_to_end_links(gold_docs, keep)
     for name, rule in (("e2e", "exact"), ("e2e_any_id", "any_id")):
         prf = end_to_end_prf(predicted_links, gold_links, rule)
         metrics.update({f"{name}_{key}": value for key, value in prf.items()})

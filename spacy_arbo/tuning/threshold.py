@@ -15,7 +15,7 @@ pipeline's own recognizer finds in the dev texts.
 """
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from typing import Callable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -26,7 +26,7 @@ from spacy.training import Example
 from ..evaluation import end_to_end_links, link_gold_mentions, recognize_mentions, run_components
 from ..kb.entities import NIL
 from ..pipeline.arbo_linker import ArboLinker, arbo_linkers
-from ..scoring import Link, accuracy, link_prf, mention_outcomes
+from ..scoring import accuracy, link_prf, mention_outcomes
 from ..util import ArboError
 from .rule import MIN_GAIN, Trial, check_min_gain, choose
 
@@ -115,7 +115,7 @@ def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterat
     the linkers encode each mention once."""
     recognized, linkers = recognize_mentions(nlp, gold_docs)
     decided = decides(component)
-    gold_links = _links_decided(gold_docs, decided)
+    gold_links = end_to_end_links(gold_docs, decided)
 
     def link(threshold: Optional[float]) -> List[Doc]:
         component.configure(threshold=threshold)
@@ -128,16 +128,9 @@ def _end_to_end_scorer(nlp: Language, gold_docs: List[Doc], component) -> Iterat
 
         def score_at(threshold: Optional[float]) -> Tuple[float, float]:
             prf = PRFScore()
-            prf.score_set(_links_decided(unthresholded if threshold is None else link(threshold), decided), gold_links)
+            prf.score_set(end_to_end_links(unthresholded if threshold is None else link(threshold), decided), gold_links)
             return prf.fscore, prf.recall
 
         yield [e._.kb_candidates[0][1] for doc in unthresholded for e in doc.ents
                if decided(e.label_) and e.has_extension("kb_candidates") and e._.kb_candidates], score_at
 
-
-def _links_decided(docs: List[Doc], decides: Callable[[str], bool]) -> Set[Link]:
-    """`end_to_end_links` of the mentions whose label `decides` says."""
-    labels = {e.label_ for doc in docs for e in doc.ents}
-    if all(decides(label) for label in labels):
-        return end_to_end_links(docs)
-    return set().union(*(end_to_end_links(docs, label) for label in labels if decides(label)))
