@@ -23,6 +23,8 @@ SCRIPTS = sorted(BENCH.glob("*.py"))
 TINY_RUNS = {
     "clustering_bench.py": (["--n", "500", "--k", "4", "--entities", "50", "--unseen", "5", "--dim", "16"],
                             "undirected"),
+    "discovery_scale.py": (["--sizes", "300", "600", "--entities", "100", "--unseen", "20", "--dim", "32",
+                            "--spread", "0.04", "--entity-spread", "0.04"], "600 vs 300 mentions (2x)"),
     "index_bench.py": (["--n", "2000", "--dim", "16", "--queries", "20", "--centres", "20", "--k", "5",
                         "--kinds", "flat", "ivfsq"], "recall@5"),
     "scale_bench.py": (["--n", "5000", "--dim", "16", "--queries", "50", "--json", "scale.json"], "recall@64 vs exact"),

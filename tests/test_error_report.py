@@ -1,7 +1,6 @@
 """The evaluation page: what it marks, and that it works in a real browser (Debian's chromium,
 driven by playwright, where both are installed: `.ci/install` installs them)."""
 import re
-import shutil
 
 import pytest
 import spacy
@@ -12,7 +11,7 @@ from spacy_arbo.evaluation import linking_metrics
 from spacy_arbo.kb.entities import NIL
 
 from .conftest import make_doc
-from .util import make_nlp
+from .util import chromium, make_nlp
 
 TEXT = "Fever and coughing in Wilson disease, not diabetes."
 GOLD = [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371"), ("Wilson disease", "MESH:D006527"),
@@ -79,17 +78,6 @@ def test_evaluate_writes_the_page(toy_kb_dir, tmp_path):
                  "--output", str(tmp_path / "m.json")]) == 0
     page = (tmp_path / "r.html").read_text(encoding="utf8")
     assert page.count("<tr id=") == 4 and "reliability diagram" in page and "confidence_ece" in page
-
-
-def chromium():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return None, "playwright is not installed (pip install playwright)"
-    path = shutil.which("chromium")
-    if path is None:
-        return None, "Debian's chromium is not installed (apt-get install chromium)"
-    return (sync_playwright, path), ""
 
 
 def test_the_page_works_in_headless_chromium(toy_kb, tmp_path):

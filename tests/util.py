@@ -1,5 +1,6 @@
 """Helpers shared by the test modules (fixtures live in conftest.py)."""
 import builtins
+import shutil
 
 import spacy
 import torch
@@ -105,3 +106,15 @@ def hide_onnx_runtime(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_onnx)
+
+
+def chromium():
+    """playwright and the chromium it drives, or why not (both come with `.ci/install`)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None, "playwright is not installed (pip install playwright)"
+    path = shutil.which("chromium")
+    if path is None:
+        return None, "Debian's chromium is not installed (apt-get install chromium)"
+    return (sync_playwright, path), ""

@@ -6,7 +6,7 @@ runs), so that `--help` and a usage error are answered in a fraction of a second
 import argparse
 from typing import Any, List, Optional
 
-from . import corpora, encoder, evaluate, kb, link, pipeline, recognizer, results, tune
+from . import corpora, discover, encoder, evaluate, kb, link, pipeline, recognizer, results, tune
 from ._util import reporting_errors, use_gpu
 from .linker_options import apply_settings
 
@@ -14,7 +14,7 @@ __all__ = ["apply_settings", "load_pipeline", "main", "make_parser", "reporting_
 
 DESCRIPTION = "`python -m spacy_arbo COMMAND`: build a KB, convert corpora, link a corpus, evaluate and discover."
 # In the order `--help` lists them: data in, KB, the pipeline, annotating a corpus, encoders, tuning, scoring.
-FAMILIES = (corpora, kb, pipeline, recognizer, link, encoder, tune, evaluate, results)
+FAMILIES = (corpora, kb, pipeline, recognizer, link, encoder, tune, evaluate, discover, results)
 # The Weasel workflow's plumbing, under `python -m spacy_arbo workflow COMMAND` (as spaCy keeps
 # `spacy project` apart from its user commands); every other command is top-level.
 WORKFLOW_COMMANDS = ("fetch-assets", "convert-corpus", "join-corpora", "select-pipeline", "compare-runs", "report")

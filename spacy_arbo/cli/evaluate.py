@@ -1,6 +1,5 @@
-"""Commands that link a corpus with a saved pipeline and score it: evaluate, discover."""
+"""`evaluate`: link a corpus with a saved pipeline and score it."""
 import argparse
-import json
 from typing import Any, Dict, Optional
 
 from ..util import ArboError, atomic_path
@@ -25,15 +24,6 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
     add_setting_arguments(cmd)
     add_gpu_option(cmd)
     cmd.set_defaults(func=evaluate_command)
-
-    cmd = commands.add_parser("discover", help="cluster a corpus and propose its NIL clusters as new KB entries")
-    cmd.add_argument("pipeline")
-    cmd.add_argument("data", help=".spacy DocBin")
-    cmd.add_argument("--output", default="new_entities.jsonl")
-    cmd.add_argument("--min-size", type=int, default=1, help="smallest NIL cluster to propose")
-    add_setting_arguments(cmd)
-    add_gpu_option(cmd)
-    cmd.set_defaults(func=discover_command)
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
@@ -89,23 +79,3 @@ def _report(metrics: Dict[str, Any], output: Optional[str]) -> None:
     if output:
         write_json(metrics, output)
         print(f"Wrote {output}")
-
-
-def discover_command(args: argparse.Namespace) -> None:
-    from ..corpora import read_docbin
-    from ..discovery import check_clustered, check_corpus, discover_entities, discovery_notes
-
-    nlp = configured_pipeline(args)
-    docs = read_docbin(args.data, nlp.vocab)
-    check_corpus(nlp, docs, args.data)
-    result = discover_entities(nlp, docs, min_size=args.min_size)
-    check_clustered(result)
-    with atomic_path(args.output) as tmp:
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result["records"]), encoding="utf8")
-    print(f"{result['n_mentions']:,} mentions, {result['n_nil_mentions']:,} in NIL clusters; "
-          f"{len(result['records']):,} proposed entities (min size {args.min_size}) written to {args.output}")
-    for line in discovery_notes(result, args.min_size):
-        print(line)
-    for key in ("ari", "nil_ari", "outside_kb_ari"):
-        if result[key] is not None:
-            print(f"{key}: {result[key]:.4f}")

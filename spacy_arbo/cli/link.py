@@ -5,6 +5,7 @@ from pathlib import Path
 from ..annotation.formats import INPUT_FORMATS, MENTION_SOURCES, OUTPUT_FORMATS
 from ..util import ArboError
 from ._util import add_gpu_option, add_types_option, non_negative_int, probability
+from .discover import add_discovery_options, discover_files
 
 # The output format an output's suffix stands for, when --format is not given.
 SUFFIX_FORMATS = {".jsonl": "jsonl", ".pubtator": "pubtator", ".xml": "bioc", ".json": "bioc-json", ".spacy": "spacy"}
@@ -48,6 +49,11 @@ def add_commands(commands: "argparse._SubParsersAction") -> None:
                      "a pipeline without a recognizer will do), or both (the input's win where they overlap); "
                      "input mentions off token boundaries and overlapping ones are all linked (docs/annotate.md)")
     cmd.add_argument("--candidates", type=non_negative_int, default=5, help="top candidates written per mention (default 5)")
+    cmd.add_argument("--discover", metavar="PROPOSALS.jsonl", help="then cluster the output's NIL mentions across "
+                     "all documents and write the entities the KB lacks here, as `discover` does (for `kb add "
+                     "--new-only`); the output must be jsonl, pubtator or bioc")
+    cmd.add_argument("--discover-html", metavar="PAGE.html", help="with --discover: a page of the proposals too")
+    add_discovery_options(cmd, prefix="discover-")
     add_gpu_option(cmd)
     cmd.set_defaults(func=link_command)
 
@@ -72,12 +78,22 @@ def link_command(args: argparse.Namespace) -> None:
         raise ArboError("link: --gpu-id runs this process on a GPU, not Ray's workers; link on the GPU without --ray, "
                         "or on Ray's CPUs without --gpu-id.")
     fmt = args.format or SUFFIX_FORMATS.get(Path(args.output).suffix.lower(), "jsonl")
+    if args.discover_html and not args.discover:
+        raise ArboError("--discover-html pages the proposals of --discover: give --discover PROPOSALS.jsonl too.")
+    if args.discover and fmt == "spacy":
+        raise ArboError("--discover reads the output back for its NIL mentions, which a .spacy output does not "
+                        "keep apart: write jsonl, pubtator or bioc (or run discover on the corpus later).")
     summary = link_corpus(args.pipeline, args.inputs, args.output, fmt=fmt, input_format=args.input_format,
                           n_process=args.n_process, batch_size=args.batch_size, shard_size=args.shard_size,
                           ray=args.ray is not None, ray_address=args.ray or None, strict=args.strict,
                           min_confidence=args.min_confidence, candidates=args.candidates,
                           mentions=args.mentions)
     print(summary.line(args.output))
+    if args.discover:
+        from ..pipeline_loading import load_pipeline
+
+        reading = {"bioc": "bioc-xml"}.get(fmt, fmt)  # how `link` reads what it wrote
+        discover_files(load_pipeline(args.pipeline), [args.output], reading, args.discover, args.discover_html, args)
 
 
 def score_pubtator_command(args: argparse.Namespace) -> None:

@@ -285,15 +285,27 @@ class EntityRetriever:
 
     def nearest_entities(self, vectors: np.ndarray, k: int) -> np.ndarray:
         """(n, k) entity rows by decreasing score, distinct per row, -1 padded: negatives."""
+        return self.nearest_entity_scores(vectors, k)[0]
+
+    def nearest_entity_scores(self, vectors: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+        """(rows, scores), (n, k): each vector's `k` nearest distinct entities from the dense index,
+        best first, -1 / -inf padded; an entity indexed once per name counts with its best."""
         if self.dense is None:
-            raise ArboError("Negatives are mined from the entity index, which is not built.")
+            raise ArboError("Nearest entities are searched in the entity index, which is not built.")
         oversample = ALIAS_OVERSAMPLE if len(self.dense) > len(self.kb) else 1
-        _, rows = self.dense.search(vectors, k * oversample)
-        result = np.full((len(rows), k), -1, dtype=np.int64)
-        for i, row in enumerate(rows):
-            distinct = list(dict.fromkeys(int(r) for r in row if r >= 0))[:k]
-            result[i, : len(distinct)] = distinct
-        return result
+        found_scores, found = self.dense.search(vectors, k * oversample)
+        rows = np.full((len(found), k), -1, dtype=np.int64)
+        scores = np.full((len(found), k), -np.inf, dtype=np.float32)
+        for i, row in enumerate(found):
+            distinct: Dict[int, float] = {}
+            for r, score in zip(row.tolist(), found_scores[i].tolist()):
+                if r >= 0 and r not in distinct:
+                    distinct[r] = score
+                    if len(distinct) == k:
+                        break
+            rows[i, : len(distinct)] = list(distinct)
+            scores[i, : len(distinct)] = list(distinct.values())
+        return rows, scores
 
     # Serialization -----------------------------------------------------------------------
 

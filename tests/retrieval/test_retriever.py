@@ -50,6 +50,14 @@ def test_alias_vectors_give_distinct_entities_and_the_fingerprint_names_the_text
     assert len(ranked) == 3 and len({kb_id for kb_id, _ in ranked}) == 3
     rows = retriever.nearest_entities(query, 3)
     assert rows.shape == (1, 3) and len(set(rows[0].tolist())) == 3
+    # With scores (discovery's entity edges): each entity once, with its best name's score, best first.
+    same_rows, scores = retriever.nearest_entity_scores(query, 3)
+    assert same_rows.tolist() == rows.tolist() and scores[0].tolist() == sorted(scores[0].tolist(), reverse=True)
+    found_scores, found_rows = retriever.dense.search(query, len(retriever.dense))
+    best = {}
+    for row, score in zip(found_rows[0].tolist(), found_scores[0].tolist()):
+        best[row] = max(best.get(row, -1.0), score)
+    assert scores[0].tolist() == pytest.approx([best[r] for r in rows[0].tolist()])
     assert not retriever.configure(RetrievalSettings(top_k=5, index_aliases=True))
 
 

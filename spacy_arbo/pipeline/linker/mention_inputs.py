@@ -40,6 +40,11 @@ class MentionReader:
     def _knowledge_sides(self) -> Tuple[str, ...]:
         return () if self.knowledge_units is None else self.graph_sides()
 
+    @property
+    def reads_sentences(self) -> bool:
+        """Whether a mention's input holds its sentence's knowledge units, which need a parse."""
+        return "mentions" in self._knowledge_sides()
+
     def check_knowledge_units(self) -> None:
         if self.graph_sides() and self.knowledge_units is None:
             raise ArboError(

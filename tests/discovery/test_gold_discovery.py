@@ -9,8 +9,8 @@ from spacy_arbo.cli import main
 from spacy_arbo.discovery import DISCOVERY_MIN_SIMILARITY, discover_entities
 from spacy_arbo.pipeline.arbo_linker import ArboLinker
 
-from .conftest import make_doc
-from .util import make_nlp
+from ..conftest import make_doc
+from ..util import make_nlp
 
 FEVER, COUGH, HEART_FAILURE = "MESH:D005334", "MESH:D003371", "MESH:D006333"
 # Two drugs the toy KB lacks (ids of another KB), each mentioned twice, among mentions of KB names.
@@ -102,7 +102,7 @@ def discover(tmp, *argv):
 def test_discover_prints_what_it_found(saved, capsys):
     assert discover(saved) == 0
     out = capsys.readouterr().out
-    assert "9 mentions, 4 in NIL clusters; 2 proposed entities (min size 1)" in out
+    assert "9 mentions, 4 in NIL clusters; 2 proposed entities (min size 2)" in out
     assert f"clustered at min_similarity {DISCOVERY_MIN_SIMILARITY} (discover's default" in out
     assert "4 clustered gold mentions are of entities the KB lacks: 4 of them proposed; 0 proposed mentions" in out
     assert len((saved / "new.jsonl").read_text().splitlines()) == 2

@@ -10,14 +10,14 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from .kb.entities import NIL, split_ids
-from .kb.store import BaseEntityStore
-from .linking.clustering import adjusted_rand_index
-from .pipeline.arbo_linker import ArboLinker, arbo_linkers
-from .pipeline.common.gold_ents import strip_links
-from .pipeline.common.mention_finders import mention_finders
-from .scoring import is_link
-from .util import ArboError
+from ..kb.entities import NIL, split_ids
+from ..kb.store import BaseEntityStore
+from ..linking.clustering import adjusted_rand_index
+from ..pipeline.arbo_linker import ArboLinker, arbo_linkers
+from ..pipeline.common.gold_ents import strip_links
+from ..pipeline.common.mention_finders import mention_finders
+from ..scoring import is_link
+from ..util import ArboError
 
 # The cut for a pipeline whose min_similarity is null: measured with the offline MiniLM on NCBI
 # Disease test with a fifth of its entities removed from the KB (docs/cli.md, `discover`).

@@ -1,0 +1,45 @@
+"""Discovery over annotated files of any size (`discover FILES`, `link --discover`): the NIL
+mentions `link` wrote, encoded by the linker of their label and clustered across the whole
+corpus with that linker's KB entities (`propose_entities`)."""
+from functools import reduce
+from typing import Iterable, List, Optional
+
+from spacy.language import Language
+
+from ..annotation.records import Record
+from ..pipeline.arbo_linker import arbo_linkers
+from ..util import ArboError
+from .nil_mentions import nil_mentions
+from .proposals import (
+    DEFAULT_MIN_ENTITY_SIMILARITY, DEFAULT_MIN_SIMILARITY, NEAREST, Discovery, next_new_number, propose_entities,
+)
+
+
+def discover_corpus(
+    nlp: Language,
+    records: Iterable[Record],
+    *,
+    min_size: int = 2,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
+    min_entity_similarity: Optional[float] = DEFAULT_MIN_ENTITY_SIMILARITY,
+    id_prefix: str = "NEW:",
+    progress: bool = True,
+) -> Discovery:
+    """Propose the entities the KBs lack from the NIL mentions of `records` (their `gold`, as the
+    readers of `link` give them), each label's with the linker that links it."""
+    if min_size < 1:
+        raise ArboError(f"min_size must be at least 1; got {min_size}.")
+    encoded = nil_mentions(nlp, records, progress=progress)
+    linkers = {linker.name: linker for linker in arbo_linkers(nlp)}
+    number = max(next_new_number(linker.require_retriever().kb, id_prefix) for linker in linkers.values())
+    found: List[Discovery] = []
+    for name, (mentions, vectors) in encoded.items():
+        linker = linkers[name]
+        retriever = linker.require_retriever()
+        nearest = retriever.nearest_entity_scores(vectors, NEAREST) if len(mentions) else (None, None)
+        found.append(propose_entities(mentions, vectors, retriever.kb, nearest, min_similarity=min_similarity,
+                                      min_entity_similarity=min_entity_similarity,
+                                      knn_mentions=linker.settings.knn_mentions, min_size=min_size,
+                                      id_prefix=id_prefix, first_number=number))
+        number += len(found[-1].proposals)
+    return reduce(Discovery.merged, found)

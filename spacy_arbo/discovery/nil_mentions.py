@@ -1,0 +1,123 @@
+"""The NIL mentions of annotated files (what `link` wrote, or any file `link` reads whose mentions
+carry ids), read in their documents' context and encoded by the linker that links their label, as
+the mentions of a `link` run were: the same tokenizer, the same mention reader and encoder."""
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+import numpy as np
+from spacy.language import Language
+from spacy.tokens import Span
+from tqdm import tqdm
+
+from ..annotation.input_mentions import UNLABELLED
+from ..annotation.records import Record
+from ..kb.entities import NIL
+from ..pipeline.arbo_linker import ArboLinker, arbo_linkers
+from ..util import ArboError
+
+# Characters of text shown on each side of a mention in a proposal's contexts.
+CONTEXT_CHARS = 80
+# Mentions encoded per encoder call (each batch holds its docs until it is encoded).
+ENCODE_BATCH = 256
+
+
+@dataclass(frozen=True)
+class NilMention:
+    """A mention left NIL: where it is (document id, character offsets), what it says, and the
+    text around it (`left`, `right`) that a curator reads it in."""
+
+    doc: str
+    start: int
+    end: int
+    text: str
+    label: str
+    left: str
+    right: str
+
+    def location(self) -> Dict[str, object]:
+        return {"doc": self.doc, "start": self.start, "end": self.end, "text": self.text}
+
+
+def is_nil(mention: Dict[str, object]) -> bool:
+    """A mention `link` left NIL (below --min-confidence too); any spelling of NIL, or no id."""
+    kb_id = str(mention.get("kb_id") or NIL)
+    return kb_id.upper() in (NIL, "-1", "CUI-LESS")
+
+
+def nil_mentions(
+    nlp: Language, records: Iterable[Record], progress: bool = True
+) -> Dict[str, Tuple[List[NilMention], np.ndarray]]:
+    """Per linker name: its NIL mentions (the records' mentions with a NIL id and a label it links)
+    and their vectors, in reading order. A label no linker links is an error naming it."""
+    linkers = arbo_linkers(nlp)
+    if not linkers:
+        raise ArboError(f"discover encodes mentions with an arbo_linker; the pipeline has none "
+                        f"(its components: {', '.join(nlp.pipe_names) or 'none'}).")
+    for linker in linkers:
+        _check_encodes_alone(linker)
+    pending: Dict[str, List[Tuple[NilMention, Span]]] = {linker.name: [] for linker in linkers}
+    found: Dict[str, Tuple[List[NilMention], List[np.ndarray]]] = {linker.name: ([], []) for linker in linkers}
+    by_name = {linker.name: linker for linker in linkers}
+    bar = tqdm(desc="encoding NIL mentions", unit=" mentions", disable=not progress)
+    for record in records:
+        mentions = [m for m in record.gold if is_nil(m)]
+        if not mentions:
+            continue
+        doc = nlp.make_doc(record.text)
+        for mention in mentions:
+            span = doc.char_span(mention["start"], mention["end"], label=mention["label"] or UNLABELLED,
+                                 alignment_mode="expand")
+            if span is None or not span.text.strip():
+                continue  # whitespace only: nothing to read (link did not link it either)
+            owner = _owner(linkers, span.label_, record.where)
+            pending[owner].append((_nil_mention(record, mention), span))
+            if len(pending[owner]) >= ENCODE_BATCH:
+                bar.update(_encode(by_name[owner], pending[owner], found[owner]))
+    for name, batch in pending.items():
+        bar.update(_encode(by_name[name], batch, found[name]))
+    bar.close()
+    return {name: (mentions, np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
+            for name, (mentions, vectors) in found.items()}
+
+
+def _check_encodes_alone(linker: ArboLinker) -> None:
+    """Discovery reads mentions in a tokenized text alone; a linker whose mention encoder reads
+    the sentence's parse (knowledge units on mentions) would need the whole pipeline."""
+    if linker.read_mentions.reads_sentences:
+        raise ArboError(f"{linker.name} reads each mention's sentence as knowledge units, which discover does not "
+                        "parse; discover with a linker whose mentions are read as text (graph_sides without "
+                        "'mentions').")
+    if not linker.settings.uses_dense:
+        raise ArboError(f"{linker.name} has no mention vectors (candidate_source "
+                        f"'{linker.settings.candidate_source}'): discover clusters mention vectors; use a dense or "
+                        "hybrid linker.")
+
+
+def _owner(linkers: Sequence[ArboLinker], label: str, where: str) -> str:
+    """The last linker that links `label` (as `link` wrote its id)."""
+    owners = [linker.name for linker in linkers if linker.settings.links_label(label)]
+    if not owners:
+        linked = sorted({lab for linker in linkers for lab in linker.settings.labels}) or ["any but discarded"]
+        raise ArboError(f"{where}: a NIL mention labelled '{label}', which no linker of the pipeline links "
+                        f"(their labels: {', '.join(linked)}); discover the file with the pipeline that linked it.")
+    return owners[-1]
+
+
+def _nil_mention(record: Record, mention: Dict[str, object]) -> NilMention:
+    start, end, text = int(mention["start"]), int(mention["end"]), record.text
+    return NilMention(record.id, start, end, text[start:end], str(mention["label"] or ""),
+                      " ".join(text[max(0, start - CONTEXT_CHARS):start].split()),
+                      " ".join(text[end:end + CONTEXT_CHARS].split()))
+
+
+def _encode(linker: ArboLinker, batch: List[Tuple[NilMention, Span]],
+            found: Tuple[List[NilMention], List[np.ndarray]]) -> int:
+    if not batch:
+        return 0
+    linker.ensure_fresh()
+    vectors = linker.encode_mentions(linker.mention_inputs([span for _, span in batch]))
+    found[0].extend(mention for mention, _ in batch)
+    found[1].append(np.asarray(vectors, dtype=np.float32))
+    count = len(batch)
+    batch.clear()
+    return count
