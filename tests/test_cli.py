@@ -269,7 +269,7 @@ def test_discover_writes_nil_clusters_as_kb_records(linked, capsys):
     out = tmp / "new.jsonl"
     # Every edge is cut: each mention becomes its own discovered entity.
     assert main(["discover", str(tmp / "pipeline"), str(tmp / "test.spacy"), "--output", str(out),
-                 "--set", "min_similarity=2.0"]) == 0
+                 "--set", "min_similarity=2.0", "--min-size", "1"]) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["canonical_name"] for r in records] == ["Fever", "Fever", "cough", "pyrexia"]
     assert records[0]["mentions"] == [{"doc": "1", "start": 0, "end": 5, "text": "Fever"}]

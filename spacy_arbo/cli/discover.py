@@ -40,7 +40,7 @@ def add_discovery_options(cmd: argparse.ArgumentParser, prefix: str = "") -> Non
                      "corpus: the linker's min_similarity, else 0.9") + ")")
     cmd.add_argument(f"--{prefix}min-entity-similarity", dest="min_entity_similarity", type=float, default=None,
                      help="a cluster joins a KB entity (and is not proposed) over a mention at least this similar to "
-                     "it (default 0.95; inf: never)")
+                     "it, and to --min-similarity (default 0.95; inf: never)")
 
 
 def discover_command(args: argparse.Namespace) -> None:
@@ -54,22 +54,27 @@ def discover_command(args: argparse.Namespace) -> None:
 
 
 def discover_files(nlp, inputs: Sequence[str], input_format: str, output: str, html: Optional[str],
-                   options: argparse.Namespace) -> None:
-    """The proposals from the NIL mentions of `inputs`, clustered as `options` say (`add_discovery_options`)."""
+                   options: argparse.Namespace, after_link: bool = False) -> None:
+    """The proposals from the NIL mentions of `inputs`, clustered as `options` say (`add_discovery_options`).
+    With nothing NIL, `discover` is an error; after `link` (`after_link`) it writes no proposal, and says so,
+    for the links are written already."""
     from ..annotation.readers import input_files, read_records
-    from ..annotation.records import BadRecords
+    from ..annotation.records import BadRecords, within_max_length
     from ..discovery import discover_corpus, write_proposal_page, write_proposals
 
     bad = BadRecords(print)
-    records = read_records(input_files(inputs, input_format), bad)
+    records = within_max_length(read_records(input_files(inputs, input_format), bad), nlp.max_length, bad)
     given = {key: getattr(options, key) for key in ("min_similarity", "min_entity_similarity")
              if getattr(options, key) is not None}
     found = discover_corpus(nlp, records, min_size=options.min_size, **given)
-    if not found.n_mentions:
-        raise ArboError(f"No NIL mention in {', '.join(inputs)}: nothing to discover (link with --min-confidence, "
-                        "or a pipeline with a NIL threshold, leaves some NIL).")
+    skipped = f" ({bad.count:,} bad records skipped)" if bad.count else ""
+    if not found.n_mentions and not after_link:
+        unlinked = "".join(f"; {n:,} NIL mentions labelled {label}, which no linker of the pipeline links"
+                           for label, n in sorted(found.unlinked_labels.items()))
+        raise ArboError(f"No NIL mention to cluster in {', '.join(inputs)}{skipped}{unlinked}: nothing to discover "
+                        "(link with --min-confidence, or a pipeline with a NIL threshold, leaves some NIL).")
     write_proposals(found, output)
-    print(found.line())
+    print(found.line() + skipped)
     print(f"Wrote {len(found.proposals):,} proposals to {output}")
     if html:
         write_proposal_page(f"Proposed entities: {', '.join(inputs)}", found, html)

@@ -122,6 +122,7 @@ def kb_update_command(args: argparse.Namespace) -> None:
     read = list(read_kb(args.source, args.format)) if args.action == "add" else []
     if args.action == "add" and args.new_only:
         refuse_known_ids(linker.kb, read, args.source, args.format)
+        refuse_unknown_parents(linker.kb, read, args.source, args.format)
     # A new id the KB spells otherwise (a KB built before prefixes were case-blind) replaces its entity.
     add = align_ids(linker.kb, read)
     with tempfile.TemporaryDirectory(prefix="spacy_arbo_kb_") as tmp:
@@ -149,6 +150,20 @@ def refuse_known_ids(kb: "BaseEntityStore", add: Sequence["Entity"], source: str
         more = f" ({len(known) - 1:,} more below)" if len(known) > 1 else ""
         raise ArboError(f"{source}:{lines.get(new_id, '?')}: id '{new_id}' is in the KB already (as '{kb_id}': "
                         f"{kb[kb_id].name}){more}; --new-only adds new entities only, so nothing was written.")
+
+
+def refuse_unknown_parents(kb: "BaseEntityStore", add: Sequence["Entity"], source: str, fmt: str) -> None:
+    """`kb add --new-only`: an error naming the first line with a parent that is neither in the KB
+    nor among the new entities (a proposal's suggested parent edited by hand, say)."""
+    from ..kb.readers import entity_lines
+
+    new = {entity.id for entity in add}
+    for entity in add:
+        unknown = [p for p in entity.parents if p not in new and kb.resolve(p) is None]
+        if unknown:
+            line = entity_lines(source, fmt).get(entity.id, "?")
+            raise ArboError(f"{source}:{line}: parent '{unknown[0]}' of '{entity.id}' is neither in the KB nor among "
+                            "the new entities; --new-only adds entities under parents it knows, so nothing was written.")
 
 
 def export_spacy_kb_command(args: argparse.Namespace) -> None:

@@ -93,7 +93,8 @@ def link_command(args: argparse.Namespace) -> None:
         from ..pipeline_loading import load_pipeline
 
         reading = {"bioc": "bioc-xml"}.get(fmt, fmt)  # how `link` reads what it wrote
-        discover_files(load_pipeline(args.pipeline), [args.output], reading, args.discover, args.discover_html, args)
+        discover_files(load_pipeline(args.pipeline), [args.output], reading, args.discover, args.discover_html, args,
+                       after_link=True)
 
 
 def score_pubtator_command(args: argparse.Namespace) -> None:

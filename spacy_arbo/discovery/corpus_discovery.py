@@ -1,6 +1,7 @@
 """Discovery over annotated files of any size (`discover FILES`, `link --discover`): the NIL
 mentions `link` wrote, encoded by the linker of their label and clustered across the whole
 corpus with that linker's KB entities (`propose_entities`)."""
+import sys
 from functools import reduce
 from typing import Iterable, List, Optional
 
@@ -28,18 +29,23 @@ def discover_corpus(
     """Propose the entities the KBs lack from the NIL mentions of `records` (their `gold`, as the
     readers of `link` give them), each label's with the linker that links it."""
     if min_size < 1:
-        raise ArboError(f"min_size must be at least 1; got {min_size}.")
-    encoded = nil_mentions(nlp, records, progress=progress)
+        raise ArboError(f"The smallest proposal (--min-size) must be at least 1 mention; got {min_size}.")
+    read = nil_mentions(nlp, records, progress=progress)
     linkers = {linker.name: linker for linker in arbo_linkers(nlp)}
     number = max(next_new_number(linker.require_retriever().kb, id_prefix) for linker in linkers.values())
     found: List[Discovery] = []
-    for name, (mentions, vectors) in encoded.items():
+    for name, (mentions, vectors) in read.encoded.items():
         linker = linkers[name]
         retriever = linker.require_retriever()
+        if progress and len(mentions):
+            print(f"{name}: clustering {len(mentions):,} NIL mentions (an exact kNN graph: its time grows with the "
+                  "square of their number)", file=sys.stderr)
         nearest = retriever.nearest_entity_scores(vectors, NEAREST) if len(mentions) else (None, None)
         found.append(propose_entities(mentions, vectors, retriever.kb, nearest, min_similarity=min_similarity,
                                       min_entity_similarity=min_entity_similarity,
                                       knn_mentions=linker.settings.knn_mentions, min_size=min_size,
                                       id_prefix=id_prefix, first_number=number))
         number += len(found[-1].proposals)
-    return reduce(Discovery.merged, found)
+    discovery = reduce(Discovery.merged, found)
+    discovery.unlinked_labels = read.unlinked_labels
+    return discovery

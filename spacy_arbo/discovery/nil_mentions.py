@@ -1,8 +1,9 @@
 """The NIL mentions of annotated files (what `link` wrote, or any file `link` reads whose mentions
 carry ids), read in their documents' context and encoded by the linker that links their label, as
 the mentions of a `link` run were: the same tokenizer, the same mention reader and encoder."""
+from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.language import Language
@@ -11,8 +12,10 @@ from tqdm import tqdm
 
 from ..annotation.input_mentions import UNLABELLED
 from ..annotation.records import Record
+from ..corpora.gold_mention import parse_gold_ids
 from ..kb.entities import NIL
 from ..pipeline.arbo_linker import ArboLinker, arbo_linkers
+from ..pipeline.linker.exact_names import WORDLESS
 from ..util import ArboError
 
 # Characters of text shown on each side of a mention in a proposal's contexts.
@@ -39,22 +42,29 @@ class NilMention:
 
 
 def is_nil(mention: Dict[str, object]) -> bool:
-    """A mention `link` left NIL (below --min-confidence too); any spelling of NIL, or no id."""
-    kb_id = str(mention.get("kb_id") or NIL)
-    return kb_id.upper() in (NIL, "-1", "CUI-LESS")
+    """A mention `link` left NIL (below --min-confidence too): NIL, or PubTator's -1 (of each part).
+    A mention without an id was not linked at all, so it is not NIL."""
+    kb_id = str(mention.get("kb_id") or "")
+    return bool(kb_id.strip()) and all(part == NIL for part in parse_gold_ids(kb_id))
 
 
-def nil_mentions(
-    nlp: Language, records: Iterable[Record], progress: bool = True
-) -> Dict[str, Tuple[List[NilMention], np.ndarray]]:
+@dataclass
+class NilMentions:
     """Per linker name: its NIL mentions (the records' mentions with a NIL id and a label it links)
-    and their vectors, in reading order. A label no linker links is an error naming it."""
+    and their vectors, in reading order; `unlinked_labels`: how many NIL mentions have a label no
+    linker links (a recognizer's other types, which `link` writes NIL), left out."""
+
+    encoded: Dict[str, Tuple[List["NilMention"], np.ndarray]]
+    unlinked_labels: Counter
+
+
+def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True) -> NilMentions:
+    """The NIL mentions of `records`, each encoded by the last linker that links its label."""
     linkers = arbo_linkers(nlp)
     if not linkers:
         raise ArboError(f"discover encodes mentions with an arbo_linker; the pipeline has none "
                         f"(its components: {', '.join(nlp.pipe_names) or 'none'}).")
-    for linker in linkers:
-        _check_encodes_alone(linker)
+    unlinked: Counter = Counter()
     pending: Dict[str, List[Tuple[NilMention, Span]]] = {linker.name: [] for linker in linkers}
     found: Dict[str, Tuple[List[NilMention], List[np.ndarray]]] = {linker.name: ([], []) for linker in linkers}
     by_name = {linker.name: linker for linker in linkers}
@@ -67,17 +77,20 @@ def nil_mentions(
         for mention in mentions:
             span = doc.char_span(mention["start"], mention["end"], label=mention["label"] or UNLABELLED,
                                  alignment_mode="expand")
-            if span is None or not span.text.strip():
-                continue  # whitespace only: nothing to read (link did not link it either)
-            owner = _owner(linkers, span.label_, record.where)
+            if span is None or WORDLESS.match(span.text):
+                continue  # no word character: the linker links none, nor does discovery read one
+            owner = _owner(linkers, span.label_)
+            if owner is None:
+                unlinked[span.label_] += 1
+                continue
             pending[owner].append((_nil_mention(record, mention), span))
             if len(pending[owner]) >= ENCODE_BATCH:
                 bar.update(_encode(by_name[owner], pending[owner], found[owner]))
     for name, batch in pending.items():
         bar.update(_encode(by_name[name], batch, found[name]))
     bar.close()
-    return {name: (mentions, np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
-            for name, (mentions, vectors) in found.items()}
+    return NilMentions({name: (mentions, np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
+                        for name, (mentions, vectors) in found.items()}, unlinked)
 
 
 def _check_encodes_alone(linker: ArboLinker) -> None:
@@ -93,14 +106,10 @@ def _check_encodes_alone(linker: ArboLinker) -> None:
                         "hybrid linker.")
 
 
-def _owner(linkers: Sequence[ArboLinker], label: str, where: str) -> str:
-    """The last linker that links `label` (as `link` wrote its id)."""
+def _owner(linkers: Sequence[ArboLinker], label: str) -> Optional[str]:
+    """The last linker that links `label` (as `link` wrote its id), None when none does."""
     owners = [linker.name for linker in linkers if linker.settings.links_label(label)]
-    if not owners:
-        linked = sorted({lab for linker in linkers for lab in linker.settings.labels}) or ["any but discarded"]
-        raise ArboError(f"{where}: a NIL mention labelled '{label}', which no linker of the pipeline links "
-                        f"(their labels: {', '.join(linked)}); discover the file with the pipeline that linked it.")
-    return owners[-1]
+    return owners[-1] if owners else None
 
 
 def _nil_mention(record: Record, mention: Dict[str, object]) -> NilMention:
@@ -114,6 +123,7 @@ def _encode(linker: ArboLinker, batch: List[Tuple[NilMention, Span]],
             found: Tuple[List[NilMention], List[np.ndarray]]) -> int:
     if not batch:
         return 0
+    _check_encodes_alone(linker)
     linker.ensure_fresh()
     vectors = linker.encode_mentions(linker.mention_inputs([span for _, span in batch]))
     found[0].extend(mention for mention, _ in batch)

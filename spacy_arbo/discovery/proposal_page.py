@@ -2,10 +2,6 @@
 curator: each proposed entity with its mentions in context, its nearest KB entities and its parent,
 a filter, and a button that saves the ticked proposals as the JSONL `kb add --new-only` reads. No
 network and no server; the template is `templates/proposals.html.j2` (autoescaped)."""
-import json
-
-from markupsafe import Markup
-
 from ..error_report import TEMPLATES
 from ..util import PathLike, atomic_path
 from .proposals import Discovery
@@ -13,10 +9,7 @@ from .proposals import Discovery
 
 def proposal_page(title: str, discovery: Discovery) -> str:
     records = [p.record() for p in discovery.proposals]
-    # Inside <script>, "</" would end the element: JSON allows "<\/".
-    records_json = Markup(json.dumps(records, ensure_ascii=False).replace("</", "<\\/"))
-    return TEMPLATES.get_template("proposals.html.j2").render(
-        title=title, summary=discovery.line(), proposals=records, records_json=records_json)
+    return TEMPLATES.get_template("proposals.html.j2").render(title=title, summary=discovery.line(), proposals=records)
 
 
 def write_proposal_page(title: str, discovery: Discovery, path: PathLike) -> None:

@@ -46,10 +46,13 @@ class Proposal:
         return len({m.doc for m in self.mentions})
 
     def contexts(self, count: int = CONTEXTS) -> List[NilMention]:
-        """Up to `count` mentions, one per document first, in reading order."""
-        firsts = list({m.doc: m for m in reversed(self.mentions)}.values())[::-1]
-        rest = [m for m in self.mentions if m not in firsts]
-        return (firsts + rest)[:count]
+        """Up to `count` mentions, each document's first before any second, in reading order."""
+        firsts: Dict[str, int] = {}
+        for index, mention in enumerate(self.mentions):
+            firsts.setdefault(mention.doc, index)
+        chosen = set(firsts.values())
+        order = sorted(chosen) + [i for i in range(len(self.mentions)) if i not in chosen]
+        return [self.mentions[i] for i in order[:count]]
 
     def record(self) -> Dict[str, Any]:
         return {
@@ -77,6 +80,7 @@ class Discovery:
     joined: Dict[str, int]
     min_similarity: float
     min_size: int
+    unlinked_labels: Counter = field(default_factory=Counter)
 
     @property
     def n_mentions(self) -> int:
@@ -86,14 +90,16 @@ class Discovery:
         """Both linkers' proposals in one (a pipeline with a KB per label)."""
         return Discovery(self.proposals + other.proposals, self.mentions + other.mentions,
                          self.assigned + other.assigned, self.n_clusters + other.n_clusters,
-                         {**self.joined, **other.joined}, self.min_similarity, self.min_size)
+                         dict(Counter(self.joined) + Counter(other.joined)), self.min_similarity, self.min_size)
 
     def line(self) -> str:
         proposed = sum(len(p.mentions) for p in self.proposals)
         joined = sum(self.joined.values())
+        skipped = "".join(f"; {n:,} NIL mentions labelled {label}, which no linker links, left out"
+                          for label, n in sorted(self.unlinked_labels.items()))
         return (f"{self.n_mentions:,} NIL mentions: {len(self.proposals):,} proposed entities of {self.min_size} or more "
                 f"mentions ({proposed:,} mentions), {joined:,} mentions joined a KB entity after all, the rest in "
-                f"{self.n_clusters - len(self.proposals) - len(self.joined):,} smaller clusters")
+                f"{self.n_clusters - len(self.proposals) - len(self.joined):,} smaller clusters{skipped}")
 
 
 def propose_entities(
@@ -164,8 +170,7 @@ def _proposal(concept_id: str, mentions: List[NilMention], vectors: np.ndarray, 
 
 
 def _ranked_entities(rows: np.ndarray, similarities: np.ndarray) -> List[Tuple[int, float]]:
-    """The entities nearest the cluster's mentions: each entity's best similarity to any of them,
-    counted once per mention that has it among its nearest."""
+    """The entities nearest the cluster's mentions, each with its best similarity to any of them."""
     best: Dict[int, float] = {}
     for row, score in zip(rows.ravel().tolist(), similarities.ravel().tolist()):
         if row >= 0:
@@ -199,8 +204,8 @@ def _ancestors(kb: BaseEntityStore, entity_id: str) -> Set[str]:
     found = {entity_id}
     frontier = [entity_id]
     for _ in range(PARENT_LEVELS):
-        frontier = [p for e in frontier for p in kb.entity_at(kb.row(e)).parents
-                    if kb.resolve(p) == p and p not in found]
+        parents = (kb.resolve(p) for e in frontier for p in kb.entity_at(kb.row(e)).parents)
+        frontier = [p for p in dict.fromkeys(parents) if p is not None and p not in found]
         found.update(frontier)
     return found
 

@@ -9,6 +9,7 @@ from spacy_arbo.annotation.readers import input_files, read_records
 from spacy_arbo.annotation.records import BadRecords
 from spacy_arbo.cli import main
 from spacy_arbo.discovery import discover_corpus, proposal_page
+from spacy_arbo.discovery.nil_mentions import is_nil
 
 from ..util import chromium, make_nlp
 
@@ -26,10 +27,10 @@ def jsonl(docs, with_ids=True):
     lines = []
     for doc_id, text, mentions in docs:
         found, start = [], 0
-        for surface, kb_id in mentions:
+        for surface, kb_id, *label in mentions:
             begin = text.index(surface, start)
             start = begin + len(surface)
-            found.append({"start": begin, "end": start, "text": surface, "label": "Disease",
+            found.append({"start": begin, "end": start, "text": surface, "label": label[0] if label else "Disease",
                           **({"kb_id": kb_id or "NIL"} if with_ids else {})})
         lines.append(json.dumps({"id": doc_id, "text": text, "mentions": found}))
     return "\n".join(lines) + "\n"
@@ -118,16 +119,49 @@ def test_link_discover_refuses_what_it_cannot_read_back(saved, capsys):
     assert not (saved / "o.spacy").exists() and not (saved / "o.jsonl").exists()
 
 
-def test_nothing_to_discover_and_foreign_labels_are_one_line(saved, capsys):
+def test_nothing_to_discover_is_one_line_and_other_labels_are_left_out(saved, capsys):
     (saved / "none.jsonl").write_text(jsonl([("d1", "Fever.", [("Fever", FEVER)])]), encoding="utf8")
     assert main(["discover", str(saved / "pipeline"), str(saved / "none.jsonl"), "--output", str(saved / "n.jsonl")]) == 1
-    assert "No NIL mention in" in capsys.readouterr().err and not (saved / "n.jsonl").exists()
+    assert "No NIL mention to cluster in" in capsys.readouterr().err and not (saved / "n.jsonl").exists()
+    # A recognizer's other types are written NIL by link: left out and counted, not an error.
+    (saved / "mixed.jsonl").write_text(jsonl(DOCS + [("d4", "Aspirin helps.", [("Aspirin", None, "Chemical")])]),
+                                       encoding="utf8")
     nlp = spacy.load(saved / "pipeline")
+    nlp.get_pipe("arbo_linker").configure(labels=["Disease"])
+    nlp.to_disk(saved / "disease")
+    assert main(["discover", str(saved / "disease"), str(saved / "mixed.jsonl"), "--output", str(saved / "m.jsonl")]) == 0
+    assert "1 NIL mentions labelled Chemical, which no linker links, left out" in capsys.readouterr().out
     nlp.get_pipe("arbo_linker").configure(labels=["Chemical"])
     nlp.to_disk(saved / "chemical")
     assert main(["discover", str(saved / "chemical"), str(saved / "linked.jsonl")]) == 1
+    assert "4 NIL mentions labelled Disease, which no linker of the pipeline links" in capsys.readouterr().err
+
+
+def test_link_discover_with_nothing_nil_writes_no_proposal(saved, capsys):
+    out = saved / "new.jsonl"
+    out.write_text("stale\n")
+    (saved / "input.jsonl").write_text(jsonl([("d1", "Fever.", [("Fever", None)])], with_ids=False), encoding="utf8")
+    assert main(["link", str(saved / "pipeline"), str(saved / "input.jsonl"), "--output", str(saved / "o.jsonl"),
+                 "--mentions", "input", "--discover", str(out)]) == 0
+    assert out.read_text() == "" and "0 NIL mentions: 0 proposed entities" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kb_id,nil", [("NIL", True), ("-1", True), ("-1|-1", True), (" NIL ", True),
+                                       ("", False), ("MESH:D1", False), ("MESH:D1|NIL", False)])
+def test_what_counts_as_nil(kb_id, nil):
+    assert is_nil({"kb_id": kb_id}) is nil
+
+
+def test_kb_add_new_only_refuses_a_parent_it_does_not_know(saved, capsys):
+    assert main(["discover", str(saved / "pipeline"), str(saved / "linked.jsonl"), "--output", str(saved / "new.jsonl")]) == 0
+    records = [json.loads(line) for line in (saved / "new.jsonl").read_text().splitlines()]
+    records[1]["parents"] = ["MESH:D999999"]
+    records[0]["parents"] = [FEVER.replace("MESH:", "")]  # the KB's entity in another spelling: fine
+    (saved / "edited.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    capsys.readouterr()
+    assert main(["kb", "add", str(saved / "pipeline"), str(saved / "edited.jsonl"), "--new-only"]) == 1
     err = capsys.readouterr().err
-    assert "linked.jsonl:1: a NIL mention labelled 'Disease', which no linker of the pipeline links" in err
+    assert "edited.jsonl:2: parent 'MESH:D999999' of 'NEW:00002' is neither in the KB nor among the new" in err
 
 
 def test_the_page_works_in_headless_chromium(saved, tmp_path):

@@ -1,9 +1,11 @@
 """`propose_entities` and `suggested_parent`: clusters of NIL mentions that reach no KB entity become
 proposals, numbered after the KB's own new ids, named by their mentions, placed in the hierarchy."""
+import json
+
 import numpy as np
 import pytest
 
-from spacy_arbo.discovery import NilMention, propose_entities, suggested_parent
+from spacy_arbo.discovery import Discovery, NilMention, Proposal, proposal_page, propose_entities, suggested_parent
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.linking.clustering import b_cubed_f1
@@ -88,3 +90,28 @@ def test_b_cubed_f1():
     assert b_cubed_f1("aaaa", "xxxy") == pytest.approx(2 * 0.625 / 1.625)
     with pytest.raises(ArboError, match="one label per mention"):
         b_cubed_f1("ab", "x")
+
+
+def test_contexts_read_each_document_first_in_reading_order():
+    mentions = [mention("d1", "a"), mention("d2", "a"), mention("d1", "a", start=10), mention("d3", "a")]
+    proposal = Proposal("NEW:1", "a", [], "Disease", mentions, 1.0)
+    assert [(m.doc, m.start) for m in proposal.contexts(4)] == [("d1", 0), ("d2", 0), ("d3", 0), ("d1", 10)]
+
+
+def test_two_linkers_on_one_kb_add_their_joined_counts():
+    one = Discovery([], [], [], 1, {"D:FEVER": 2}, 0.8, 2)
+    other = Discovery([], [], [], 1, {"D:FEVER": 1, "D:ROOT": 1}, 0.8, 2)
+    assert one.merged(other).joined == {"D:FEVER": 3, "D:ROOT": 1}
+
+
+def test_the_page_keeps_a_hostile_mention_text_out_of_its_script():
+    """A document's text inside the page's JSON could end or bend the script element ("</script>",
+    "<!--<script"): the JSON holds no "<" at all."""
+    hostile = "<!--<script>x</script>"
+    found = propose_entities([mention("1", hostile), mention("2", hostile)],
+                             np.stack([unit(1, 0, 0), unit(1, 0.01, 0)]), KB,
+                             (np.array([rows("D:FEVER")] * 2), np.array([[0.1]] * 2, dtype=np.float32)))
+    page = proposal_page("toy", found)
+    script = page.split('<script type="application/json" id="records">')[1].split("</script>")[0]
+    assert "<" not in script and json.loads(script)[0]["canonical_name"] == hostile
+    assert hostile not in page
