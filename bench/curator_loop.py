@@ -10,7 +10,8 @@ Which mentions are NIL (`--nil`): `gold`, the held-out entities' mentions exactl
 ONLY setting: what clustering makes of them alone), or a number T, the mentions whose label-free
 confidence is below T (what `link --min-confidence T` leaves NIL).
 
-Scored per draw: ARI and B-cubed F1 of the clusters over the held-out mentions (a mention not left
+Scored per draw: the area under the NIL precision-recall curve (average precision) of the held-out
+mentions told apart by a low confidence, and by a low best candidate score (PEL's Fig. 2), ARI and B-cubed F1 of the clusters over the held-out mentions (a mention not left
 NIL counts as its own cluster), the proposals (how many, how pure), the held-out entities with 2
 mentions or more that are rediscovered (a proposal holds more than half of their mentions, and more
 than half of its mentions are theirs), whether a rediscovered entity's suggested parent is one of its
@@ -29,6 +30,7 @@ proposals, and whether accepting them links their mentions without taking the KB
 import json
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -40,6 +42,7 @@ from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.corpora.out_of_kb import EVAL_FILE, hold_out_kb
 from spacy_arbo.annotation.records import Record
 from spacy_arbo.discovery import DEFAULT_MIN_ENTITY_SIMILARITY, DEFAULT_MIN_SIMILARITY, Proposal, discover_corpus
+from spacy_arbo.confidence.nil_curve import nil_average_precision
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.entities import NIL, Entity, split_ids
@@ -53,16 +56,17 @@ from out_of_kb import ancestors, draw_arguments, named_sets, summary
 
 # A mention: (doc id, start char, end char).
 Mention = Tuple[Any, int, int]
-SUMMARY_KEYS = ("nil_mentions", "held_out_left_nil", "ari_held_out", "b_cubed_f1_held_out", "n_proposals",
+SUMMARY_KEYS = ("nil_ap_confidence", "nil_ap_top_score", "nil_mentions", "held_out_left_nil", "ari_held_out", "b_cubed_f1_held_out", "n_proposals",
                 "proposal_purity", "held_out_entities_2plus", "rediscovered_share", "parent_right", "parent_ancestor",
                 "held_out_mentions_right_after", "in_kb_strict_before", "in_kb_strict_after", "seconds")
 
 
 def reduced_pipeline(pipeline: str, held_out: Sequence[str], add: Sequence[Entity] = ()) -> Language:
-    """The pipeline with its KB less `held_out` and plus `add` (as kb remove / kb add leave it)."""
+    """The pipeline with its KB less `held_out` and plus `add` (as kb remove / kb add leave it); a
+    pipeline trained on the draw's KB lacks them already."""
     nlp = load_pipeline(pipeline)
     linker = pipeline_linker(nlp, pipeline)
-    linker.update_kb(add, held_out)
+    linker.update_kb(add, [kb_id for kb_id in held_out if linker.kb.resolve(kb_id) is not None])
     follow_kb(nlp, linker.kb)
     return nlp
 
@@ -133,13 +137,17 @@ def draw(pipeline: str, kb_dir: str, corpus: str, work: Path, seed: int, share: 
 
     accepted = [Entity(p.concept_id, p.name, tuple(p.aliases), "", parents=(p.parent[0],) if p.parent else ())
                 for p, _ in proposals]
-    in_kb, after = {}, []
+    in_kb, after, nil_scores = {}, [], {}
     for phase, add in (("before", ()), ("after", accepted)):
         linking = reduced_pipeline(pipeline, held_out, add)
         phase_gold = read_gold_links(work / EVAL_FILE, linking)
         after = link_gold_mentions(linking, phase_gold)
-        in_kb[phase] = [o for o in mention_outcomes(Example(p, g) for p, g in zip(after, phase_gold))
-                        if not o.gold_is_nil]
+        outcomes = mention_outcomes(Example(p, g) for p, g in zip(after, phase_gold))
+        in_kb[phase] = [o for o in outcomes if not o.gold_is_nil]
+        if phase == "before":  # NIL detection: the held-out mentions told apart by a low score (PEL, Fig. 2)
+            confident = any(o.confidence is not None for o in outcomes)  # a pipeline without confidence: None
+            nil_scores = {"nil_ap_confidence": nil_average_precision(outcomes) if confident else None,
+                          "nil_ap_top_score": nil_average_precision([replace(o, confidence=o.score) for o in outcomes])}
     right_after = []
     for index, doc in enumerate(after):
         for ent in doc.ents:
@@ -149,7 +157,7 @@ def draw(pipeline: str, kb_dir: str, corpus: str, work: Path, seed: int, share: 
                 right_after.append(proposal_entity is not None and set(split_ids(proposal_entity)) == set(split_ids(entity)))
     return {
         "seed": seed, "held_out_entities": len(held_out), "held_out_mentions": len(former),
-        "nil_mentions": found.n_mentions, "held_out_left_nil": sum(k in cluster for k in held_keys),
+        **nil_scores, "nil_mentions": found.n_mentions, "held_out_left_nil": sum(k in cluster for k in held_keys),
         "ari_held_out": adjusted_rand_index(truth, clusters), "b_cubed_f1_held_out": b_cubed_f1(truth, clusters),
         "n_proposals": len(proposals),
         "proposal_purity": sum(share for _, share in named.values()) / len(named) if named else None,

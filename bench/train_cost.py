@@ -13,7 +13,10 @@ Why: the workflow must fit a CPU budget, so recipes and objectives are compared 
 same minutes buy, not by what one update buys.
 
     python bench/train_cost.py [--data DIR] [--eval-minutes 5 10 15] [--target 0.830]
-        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json] [--save DIR]
+        [--variants today bf16 bf16_frozen3] [--output bench_train_cost.json] [--save DIR] [--precision fp32]
+
+The KB and DocBins in `--work` are used as they are when there: an out-of-KB draw's (`hold-out-kb
+... --train`) trains retrievers that never saw its held-out entities, for bench/curator_loop.py.
 """
 import argparse
 import json
@@ -52,6 +55,7 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
     "negatives8": NEGATIVES8,
     "batch2_negatives8": {**BATCH2, **NEGATIVES8},
     # Other objectives at the same budget ("objective" replaces the config's whole block).
+    "in_batch": {**BF16, "objective": {"@losses": "spacy_arbo.in_batch.v1"}},
     "proxy": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1"}},
     "proxy_delta0.2": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.2}},
     "proxy_delta0.4": {**BF16, "objective": {"@losses": "spacy_arbo.proxy.v1", "delta": 0.4}},
@@ -170,6 +174,8 @@ def main() -> None:
     parser.add_argument("--eval-minutes", nargs="+", type=float, default=[2.5, 5.0, 10.0])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default=None,
+                        help="every variant's precision (default: each its own; bf16 needs a CPU with it)")
     parser.add_argument("--encoder", default=None,
                         help="start every variant from this encoder (e.g. from export-encoder) instead of MiniLM")
     parser.add_argument("--target", type=float, default=None,
@@ -181,7 +187,8 @@ def main() -> None:
     rows = []
     for name in args.variants:
         print(f"{name}: training for {max(args.eval_minutes):g} minutes", flush=True)
-        rows.append(run_variant(name, VARIANTS[name], paths, args.eval_minutes, args.seed, args.target,
+        overrides = {**VARIANTS[name], **({"components.arbo_linker.precision": args.precision} if args.precision else {})}
+        rows.append(run_variant(name, overrides, paths, args.eval_minutes, args.seed, args.target,
                                 args.encoder, args.save))
     base = next((row for row in rows if row["variant"] == "today"), rows[0])
     print(f"\n| variant | s/update | mention-updates/s | KB texts/s | minutes to R@1 {args.target or '-'} | "

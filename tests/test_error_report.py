@@ -2,7 +2,6 @@
 driven by playwright, where both are installed: `.ci/install` installs them)."""
 import re
 
-import pytest
 import spacy
 
 from spacy_arbo.cli import main
@@ -11,7 +10,7 @@ from spacy_arbo.evaluation import linking_metrics
 from spacy_arbo.kb.entities import NIL
 
 from .conftest import make_doc
-from .util import chromium, make_nlp
+from .util import headless_chromium, launch, make_nlp
 
 TEXT = "Fever and coughing in Wilson disease, not diabetes."
 GOLD = [("Fever", "MESH:D005334"), ("coughing", "MESH:D003371"), ("Wilson disease", "MESH:D006527"),
@@ -81,20 +80,14 @@ def test_evaluate_writes_the_page(toy_kb_dir, tmp_path):
 
 
 def test_the_page_works_in_headless_chromium(toy_kb, tmp_path):
-    found, reason = chromium()
-    if found is None:
-        print(f"skipped: {reason}")
-        pytest.skip(reason)
-    sync_playwright, path = found
+    sync_playwright, path = headless_chromium()
     predicted, gold = docs()
     metrics = {"accuracy": 0.25, "confidence_ece": 0.1, "reliability": [{"low": 0.9, "high": 1.0, "n": 1, "accuracy": 1.0}],
                "precision_coverage": [{"coverage": 0.25, "precision": 1.0}, {"coverage": 0.75, "precision": 0.33}]}
     (tmp_path / "r.html").write_text(error_report("toy", metrics, [predicted, gold], [gold, gold], toy_kb,
                                                   {"MESH:D005334"}), encoding="utf8")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+        browser = launch(p, path)
         page = browser.new_page()
         errors = []
         page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)

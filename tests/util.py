@@ -108,13 +108,26 @@ def hide_onnx_runtime(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_onnx)
 
 
-def chromium():
-    """playwright and the chromium it drives, or why not (both come with `.ci/install`)."""
+def headless_chromium():
+    """playwright's sync API and Debian's chromium (both come with `.ci/install`), or the test
+    skipped with what is missing said."""
+    import pytest
+
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        return None, "playwright is not installed (pip install playwright)"
-    path = shutil.which("chromium")
-    if path is None:
-        return None, "Debian's chromium is not installed (apt-get install chromium)"
-    return (sync_playwright, path), ""
+        reason = "playwright is not installed (pip install playwright)"
+    else:
+        path = shutil.which("chromium")
+        if path is not None:
+            return sync_playwright, path
+        reason = "Debian's chromium is not installed (apt-get install chromium)"
+    print(f"skipped: {reason}")
+    pytest.skip(reason)
+
+
+def launch(playwright, path):
+    """A headless browser that reaches for nothing outside the page."""
+    return playwright.chromium.launch(executable_path=path, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"])

@@ -159,10 +159,7 @@ def adjusted_rand_index(gold_labels, predicted_clusters) -> float:
     only the subset's labels. Empty input scores 1.0, as sklearn scores other
     clusterings with nothing to disagree on.
     """
-    gold, predicted = list(gold_labels), list(predicted_clusters)
-    if len(gold) != len(predicted):
-        raise ArboError(f"Cannot compare {len(gold)} gold labels with {len(predicted)} "
-                        f"predicted clusters: one label per mention is needed.")
+    gold, predicted = _paired_labels(gold_labels, predicted_clusters)
     if not gold:
         return 1.0
     from sklearn.metrics import adjusted_rand_score  # slow to import; only scoring needs it
@@ -173,10 +170,7 @@ def adjusted_rand_index(gold_labels, predicted_clusters) -> float:
 def b_cubed_f1(gold_labels, predicted_clusters) -> float:
     """B-cubed F1 (Bagga and Baldwin 1998): per mention, the precision and recall of its predicted
     cluster against its gold cluster, averaged over mentions; empty input scores 1.0 as ARI does."""
-    gold, predicted = list(gold_labels), list(predicted_clusters)
-    if len(gold) != len(predicted):
-        raise ArboError(f"Cannot compare {len(gold)} gold labels with {len(predicted)} "
-                        f"predicted clusters: one label per mention is needed.")
+    gold, predicted = _paired_labels(gold_labels, predicted_clusters)
     if not gold:
         return 1.0
     pairs = Counter(zip(gold, predicted))
@@ -184,6 +178,14 @@ def b_cubed_f1(gold_labels, predicted_clusters) -> float:
     precision = sum(n * n / predicted_sizes[p] for (_, p), n in pairs.items()) / len(gold)
     recall = sum(n * n / gold_sizes[g] for (g, _), n in pairs.items()) / len(gold)
     return 2 * precision * recall / (precision + recall)
+
+
+def _paired_labels(gold_labels, predicted_clusters) -> Tuple[list, list]:
+    gold, predicted = list(gold_labels), list(predicted_clusters)
+    if len(gold) != len(predicted):
+        raise ArboError(f"Cannot compare {len(gold)} gold labels with {len(predicted)} "
+                        f"predicted clusters: one label per mention is needed.")
+    return gold, predicted
 
 
 def _collect(n: int, rows: np.ndarray, parent: np.ndarray,

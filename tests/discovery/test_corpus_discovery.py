@@ -11,7 +11,7 @@ from spacy_arbo.cli import main
 from spacy_arbo.discovery import discover_corpus, proposal_page
 from spacy_arbo.discovery.nil_mentions import is_nil
 
-from ..util import chromium, make_nlp
+from ..util import headless_chromium, launch, make_nlp
 
 FEVER = "MESH:D005334"
 # Two drugs the toy KB lacks, mentioned in three documents, beside KB names.
@@ -165,17 +165,12 @@ def test_kb_add_new_only_refuses_a_parent_it_does_not_know(saved, capsys):
 
 
 def test_the_page_works_in_headless_chromium(saved, tmp_path):
-    found, reason = chromium()
-    if found is None:
-        print(f"skipped: {reason}")
-        pytest.skip(reason)
-    sync_playwright, path = found
+    sync_playwright, path = headless_chromium()
     nlp = spacy.load(saved / "pipeline")
     (tmp_path / "p.html").write_text(proposal_page("toy", discover_corpus(nlp, records(saved / "linked.jsonl"),
                                                                           progress=False)), encoding="utf8")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=["--no-sandbox", "--disable-gpu",
-                                                                "--disable-background-networking", "--no-first-run"])
+        browser = launch(p, path)
         page = browser.new_page(accept_downloads=True)
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
