@@ -11,14 +11,15 @@ ONLY setting: what clustering makes of them alone), or a number T, the mentions 
 confidence is below T (what `link --min-confidence T` leaves NIL).
 
 Scored per draw: the area under the NIL precision-recall curve (average precision) of the held-out
-mentions told apart by a low confidence, and by a low best candidate score (PEL's Fig. 2), ARI and B-cubed F1 of the clusters over the held-out mentions (a mention not left
-NIL counts as its own cluster), the proposals (how many, how pure), the held-out entities with 2
-mentions or more that are rediscovered (a proposal holds more than half of their mentions, and more
-than half of its mentions are theirs), whether a rediscovered entity's suggested parent is one of its
-parents in the whole KB (or an ancestor), the held-out mentions linked after accepting to a proposal
-whose mentions are mostly of their entity (before: none can be right, their entity is not in the KB),
-and the strict accuracy of the in-KB mentions before and after (what the new entities take from them);
-then mean, min and max over seeds.
+mentions told apart by a low confidence, and by a low best candidate score (PEL's Fig. 2); ARI and
+B-cubed F1 of the clusters over the held-out mentions (a mention not left NIL counts as its own
+cluster); the proposals (how many, how pure); the held-out entities with 2 mentions or more that are
+rediscovered (a proposal holds more than half of their mentions, and more than half of its mentions
+are theirs); whether a rediscovered entity's suggested parent is one of its parents in the whole KB
+(or an ancestor); the held-out mentions linked after accepting to a proposal whose mentions are mostly
+of their entity (before: none can be right, their entity is not in the KB); and the strict accuracy of
+the in-KB mentions before and after (what the new entities take from them); then mean, min and max
+over seeds.
 
 Why: discovery is worth what a curator gets from it: whether the entities a KB lacks come back as
 proposals, and whether accepting them links their mentions without taking the KB's own.
@@ -56,7 +57,8 @@ from out_of_kb import ancestors, draw_arguments, named_sets, summary
 
 # A mention: (doc id, start char, end char).
 Mention = Tuple[Any, int, int]
-SUMMARY_KEYS = ("nil_ap_confidence", "nil_ap_top_score", "nil_mentions", "held_out_left_nil", "ari_held_out", "b_cubed_f1_held_out", "n_proposals",
+SUMMARY_KEYS = ("nil_ap_confidence", "nil_ap_top_score", "nil_mentions", "held_out_left_nil", "ari_held_out",
+                "b_cubed_f1_held_out", "n_proposals",
                 "proposal_purity", "held_out_entities_2plus", "rediscovered_share", "parent_right", "parent_ancestor",
                 "held_out_mentions_right_after", "in_kb_strict_before", "in_kb_strict_after", "seconds")
 

@@ -12,7 +12,8 @@ from .proposals import (
 )
 
 __all__ = [
-    "DEFAULT_MIN_ENTITY_SIMILARITY", "DEFAULT_MIN_SIMILARITY", "DISCOVERY_MIN_SIMILARITY", "Discovery", "NilMention", "Proposal", "check_clustered", "check_corpus",
+    "DEFAULT_MIN_ENTITY_SIMILARITY", "DEFAULT_MIN_SIMILARITY", "DISCOVERY_MIN_SIMILARITY", "Discovery", "NilMention",
+    "Proposal", "check_clustered", "check_corpus",
     "clustering_linkers", "discover_corpus", "discover_entities", "discovery_notes", "nil_mentions",
     "propose_entities", "proposal_page", "suggested_parent", "write_proposal_page", "write_proposals",
 ]

@@ -117,8 +117,8 @@ def propose_entities(
 ) -> Discovery:
     """Cluster `mentions` (their unit `vectors`) with their nearest KB entities (`nearest`: rows and
     similarities, (n, k) best first, as `EntityRetriever.nearest_entity_scores` gives), and propose
-    every cluster of `min_size` mentions or more that reaches no entity (`cluster_mentions`), the largest first, numbered
-    from `first_number` (default: after the KB's own `id_prefix` ids)."""
+    every cluster of `min_size` mentions or more that reaches no entity (`cluster_mentions`), the
+    largest first, numbered from `first_number` (default: after the KB's own `id_prefix` ids)."""
     if len(mentions) != len(vectors):
         raise ArboError(f"{len(mentions)} mentions but {len(vectors)} vectors: one vector each is needed.")
     rows, similarities = nearest
@@ -133,7 +133,8 @@ def propose_entities(
     proposals = [_proposal(f"{id_prefix}{number:05d}", [mentions[i] for i in cluster], vectors[cluster], kb,
                            (rows[cluster], similarities[cluster]))
                  for number, cluster in enumerate(kept, start=first)]
-    assigned = [kb.ids[row] if row >= 0 else f"cluster:{c}" for row, c in zip(found.entity.tolist(), found.cluster.tolist())]
+    assigned = [kb.ids[row] if row >= 0 else f"cluster:{c}"
+                for row, c in zip(found.entity.tolist(), found.cluster.tolist())]
     for proposal, cluster in zip(proposals, kept):
         for index in cluster:
             assigned[index] = proposal.concept_id
