@@ -139,17 +139,18 @@ def draw(pipeline: str, kb_dir: str, corpus: str, work: Path, seed: int, share: 
 
     accepted = [Entity(p.concept_id, p.name, tuple(p.aliases), "", parents=(p.parent[0],) if p.parent else ())
                 for p, _ in proposals]
-    in_kb, after, nil_scores = {}, [], {}
-    for phase, add in (("before", ()), ("after", accepted)):
-        linking = reduced_pipeline(pipeline, held_out, add)
-        phase_gold = read_gold_links(work / EVAL_FILE, linking)
-        after = link_gold_mentions(linking, phase_gold)
-        outcomes = mention_outcomes(Example(p, g) for p, g in zip(after, phase_gold))
-        in_kb[phase] = [o for o in outcomes if not o.gold_is_nil]
-        if phase == "before":  # NIL detection: the held-out mentions told apart by a low score (PEL, Fig. 2)
-            confident = any(o.confidence is not None for o in outcomes)  # a pipeline without confidence: None
-            nil_scores = {"nil_ap_confidence": nil_average_precision(outcomes) if confident else None,
-                          "nil_ap_top_score": nil_average_precision([replace(o, confidence=o.score) for o in outcomes])}
+    # Before accepting: the links discovery read. NIL detection: the held-out mentions told apart by a
+    # low score (PEL, Fig. 2); a pipeline without confidence has no area by it.
+    before = mention_outcomes(Example(p, g) for p, g in zip(linked, gold))
+    confident = any(o.confidence is not None for o in before)
+    nil_scores = {"nil_ap_confidence": nil_average_precision(before) if confident else None,
+                  "nil_ap_top_score": nil_average_precision([replace(o, confidence=o.score) for o in before])}
+    linking = reduced_pipeline(pipeline, held_out, accepted)
+    after_gold = read_gold_links(work / EVAL_FILE, linking)
+    after = link_gold_mentions(linking, after_gold)
+    in_kb = {"before": [o for o in before if not o.gold_is_nil],
+             "after": [o for o in mention_outcomes(Example(p, g) for p, g in zip(after, after_gold))
+                       if not o.gold_is_nil]}
     right_after = []
     for index, doc in enumerate(after):
         for ent in doc.ents:

@@ -84,7 +84,6 @@ def discover_files(nlp, inputs: Sequence[str], input_format: str, output: str, h
 def gold_discovery(args: argparse.Namespace) -> None:
     from ..corpora import read_docbin
     from ..discovery import check_clustered, check_corpus, discover_entities, discovery_notes
-
     from ..pipeline.arbo_linker import arbo_linkers
 
     if args.html or args.min_entity_similarity is not None:

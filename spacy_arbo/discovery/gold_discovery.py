@@ -4,7 +4,6 @@ Discovery needs a threshold: with `min_similarity` null (lambda = inf, as in tra
 cut, every mention keeps the edge from its nearest entity and so every cluster holds one, and
 nothing can be discovered. A pipeline that leaves it null clusters at `DISCOVERY_MIN_SIMILARITY`.
 """
-from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from spacy.language import Language
@@ -18,6 +17,7 @@ from ..pipeline.common.gold_ents import strip_links
 from ..pipeline.common.mention_finders import mention_finders
 from ..scoring import is_link
 from ..util import ArboError
+from .proposals import named_by_texts
 
 # The cut for a pipeline whose min_similarity is null: measured with the offline MiniLM on NCBI
 # Disease test with a fifth of its entities removed from the KB (docs/cli.md, `discover`).
@@ -112,9 +112,8 @@ def clustering_linkers(nlp: Language) -> List[ArboLinker]:
 
 def _record(concept_id: str, mentions: List[Dict[str, Any]]) -> Dict[str, Any]:
     """A scispacy-style KB record named by its mentions' most frequent text."""
-    counts = Counter(m["text"] for m in mentions)
-    name = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[0][0]
-    return {"concept_id": concept_id, "canonical_name": name, "aliases": sorted(t for t in counts if t != name),
+    name, aliases = named_by_texts(m["text"] for m in mentions)
+    return {"concept_id": concept_id, "canonical_name": name, "aliases": aliases,
             "types": [], "definition": "", "mentions": mentions}
 
 

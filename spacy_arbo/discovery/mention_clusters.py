@@ -1,9 +1,9 @@
 """Clusters of NIL mentions across a whole corpus (ArboEL, Agarwal et al. 2022, 3.5 and A.2):
 each mention is joined to its k nearest mentions, found by an exact FAISS search over all of them
-(a k-nearest-neighbour graph, never all pairs), and to its nearest KB entity; edges less similar
-than `min_similarity` are cut and the directed pruning leaves at most one entity per cluster. A
-cluster that still reaches an entity holds mentions of it after all (the chain of similar mentions
-that `Partition.path` shows); the others are entities the KB lacks.
+(a k-nearest-neighbour graph: k edges a mention, never a matrix of all pairs), and to its nearest
+KB entity; edges less similar than `min_similarity` are cut and the directed pruning leaves at most
+one entity per cluster. A cluster that still reaches an entity holds mentions of it after all (the
+chain of similar mentions that `Partition.path` shows); the others are entities the KB lacks.
 
 The mentions come NIL from a linker that already weighed their nearest entities, so an entity edge
 has a cut of its own, `min_entity_similarity`: only a mention all but equal to a KB name takes its

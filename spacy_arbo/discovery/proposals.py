@@ -5,7 +5,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -156,16 +156,23 @@ def _nil_clusters(found: Partition) -> List[List[int]]:
     return list(clusters.values())
 
 
+def named_by_texts(texts: Iterable[str]) -> Tuple[str, List[str]]:
+    """A new entity's name, its mentions' most frequent text (of equals, the first in order), and
+    its aliases, the other texts in order."""
+    counts = Counter(texts)
+    name = min(counts, key=lambda text: (-counts[text], text))
+    return name, sorted(t for t in counts if t != name)
+
+
 def _proposal(concept_id: str, mentions: List[NilMention], vectors: np.ndarray, kb: BaseEntityStore,
               nearest: Tuple[np.ndarray, np.ndarray]) -> Proposal:
-    counts = Counter(m.text for m in mentions)
-    name = min(counts, key=lambda text: (-counts[text], text))
+    name, aliases = named_by_texts(m.text for m in mentions)
     labels = Counter(m.label for m in mentions)
     centroid = vectors.mean(axis=0)
     norm = float(np.linalg.norm(centroid))
     cohesion = float(np.mean(vectors @ (centroid / norm))) if norm else 0.0
     ranked = _ranked_entities(*nearest)
-    return Proposal(concept_id, name, sorted(t for t in counts if t != name), labels.most_common(1)[0][0], mentions,
+    return Proposal(concept_id, name, aliases, labels.most_common(1)[0][0], mentions,
                     cohesion, [(kb.ids[row], kb.entity_at(row).name, score) for row, score in ranked],
                     suggested_parent(kb, ranked))
 
