@@ -185,7 +185,7 @@ def main() -> None:
     parser.add_argument("--nil", default="gold", help="which mentions are NIL: gold (the held-out entities' "
                         "mentions) or a confidence T (those below it)")
     args = parser.parse_args()
-    sets = named_sets(parser, args)
+    sets = named_sets(parser, args.sets)
 
     def run() -> None:
         result: Dict[str, Any] = {"pipeline": args.pipeline, "kb": args.kb, "share": args.share,

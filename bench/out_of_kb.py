@@ -10,7 +10,11 @@ strict accuracy at each chosen threshold (a mention turned NIL wrong), the same 
 accuracy with NIL off and with the whole KB, the best NIL F1 any threshold reaches on the set
 (`oracle`, a ceiling), and where the held-out mentions' links sit from their own entity in the KB's
 hierarchy (`held_out_links`: a parent, a child, a sibling, farther up or down, or elsewhere); then the
-mean, min and max over seeds.
+mean, min and max over seeds. With `--dev NAME=DEV.spacy` (a labelled set apart from NAME's evaluation set),
+NIL is also decided as a user with labels would: the same seed's draw of the dev set's entities, linked so,
+picks the threshold of the label-free confidence (`dev_draw`), and fits a calibration that replaces it
+(`dev_calibrated`: NIL PR area and figures at the threshold its own dev draw picks, and how the new
+confidence holds on the whole KB: `full_kb_ece`, `full_kb_coverage_95`, beside the label-free ones).
 
 Why: a KB never holds every entity a text mentions; whether a linker can say "not in the KB"
 without losing its in-KB links is measured only where gold says which mentions those are, and a
@@ -19,17 +23,23 @@ draw of entities is one draw, so several are scored.
     python bench/out_of_kb.py /tmp/w/default /tmp/w/kb ncbi=/tmp/w/corpus/ncbi/test.spacy \\
         bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --seeds 0 1 2 --share 0.2 --work /tmp/oob \\
         --output bench/results/out_of_kb/default.json
+    python bench/out_of_kb.py /tmp/w/default /tmp/w/kb ncbi=/tmp/w/corpus/ncbi/test.spacy \\
+        bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --dev ncbi=/tmp/w/corpus/ncbi/dev.spacy \\
+        bc5cdr=/tmp/w/corpus/bc5cdr/train.spacy --work /tmp/oob --output bench/results/out_of_kb/dev.json
 """
 import argparse
 import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from spacy.training import Example
 
 from spacy_arbo.cli import load_pipeline, reporting_errors
+from spacy_arbo.confidence.calibration import Calibration, fit_calibration
+from spacy_arbo.confidence.features import ConfidenceFeatures
+from spacy_arbo.confidence.metrics import confidence_metrics
 from spacy_arbo.confidence.nil_curve import best_nil_threshold, nil_average_precision
 from spacy_arbo.corpora.out_of_kb import EVAL_FILE, hold_out_kb
 from spacy_arbo.evaluation import link_gold_mentions
@@ -38,7 +48,7 @@ from spacy_arbo.kb.entities import NIL
 from spacy_arbo.kb.store import BaseEntityStore, open_store
 from spacy_arbo.pipeline.common.kb_versions import follow_kb, kb_holders
 from spacy_arbo.pipeline.link_confidence import pipeline_linker
-from spacy_arbo.scoring import MentionOutcome, accuracy, mention_outcomes, nil_prf
+from spacy_arbo.scoring import MentionOutcome, accuracy, mention_outcomes, nil_prf, scored_pairs
 from spacy_arbo.util import ArboError
 
 # (set name, seed) -> the outcomes of each document's gold mentions, documents in corpus order.
@@ -46,16 +56,26 @@ Outcomes = List[List[MentionOutcome]]
 SUMMARY_KEYS = ("nil_pr_auc", "in_kb_strict_nil_off", "in_kb_strict_full_kb", "other_sets.nil_p", "other_sets.nil_r",
                 "other_sets.nil_f", "other_sets.in_kb_strict", "halves.nil_p", "halves.nil_r", "halves.nil_f",
                 "halves.in_kb_strict", "oracle.nil_f", "held_out_links.nearby")
+DEV_KEYS = ("dev_draw.nil_p", "dev_draw.nil_r", "dev_draw.nil_f", "dev_draw.in_kb_strict", "dev_calibrated.nil_pr_auc",
+            "dev_calibrated.nil_p", "dev_calibrated.nil_r", "dev_calibrated.nil_f", "dev_calibrated.in_kb_strict",
+            "dev_calibrated.full_kb_ece", "dev_calibrated.full_kb_coverage_95",
+            "dev_calibrated.label_free_full_kb_ece", "dev_calibrated.label_free_full_kb_coverage_95")
 # How far up or down the hierarchy (ParentIDs) a link counts as `farther`.
 MAX_DEPTH = 8
 
 
-def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Tuple[Outcomes, float]:
+class Linked(NamedTuple):
+    outcomes: Outcomes
+    features: List[List[List[float]]]  # per document, the confidence features of each outcome's link
+    seconds: float  # the linking
+
+
+def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Linked:
     """The pipeline's outcomes on the gold mentions of `corpus`, its KB less `remove` (as
-    `kb remove` leaves it), and the seconds the linking took."""
+    `kb remove` leaves it)."""
     nlp = load_pipeline(pipeline)
+    linker = pipeline_linker(nlp, pipeline)
     if remove:
-        linker = pipeline_linker(nlp, pipeline)
         if any(kb is not linker.kb for _, kb in kb_holders(nlp)):
             raise ArboError(f"{pipeline}: a component links to a KB of its own, which removing entities would not "
                             "change; measure a pipeline with one KB.")
@@ -65,7 +85,9 @@ def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Tuple[Out
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold)
     seconds = time.perf_counter() - start
-    return [mention_outcomes([Example(p, g)]) for p, g in zip(predicted, gold)], seconds
+    features = ConfidenceFeatures(nlp, linker)
+    return Linked([mention_outcomes([Example(p, g)]) for p, g in zip(predicted, gold)],
+                  [features([span for span, _, _ in scored_pairs(p, g)]) for p, g in zip(predicted, gold)], seconds)
 
 
 def flat(outcomes: Outcomes) -> List[MentionOutcome]:
@@ -126,6 +148,39 @@ def held_out_links(kb: BaseEntityStore, mentions: List[MentionOutcome], referenc
     return {"n": len(found), **shares, "nearby": None if not found else 1 - shares["other"]}
 
 
+def recalibrated(links: Linked, calibration: Calibration) -> List[MentionOutcome]:
+    """The outcomes of `links` with the confidence `calibration` gives them (none for a NIL link)."""
+    confidence = calibration([row for doc in links.features for row in doc]) if flat(links.outcomes) else []
+    return [o if o.predicted == NIL else dataclasses.replace(o, confidence=float(c))
+            for o, c in zip(flat(links.outcomes), confidence)]
+
+
+def confidence_held(outcomes: Sequence[MentionOutcome]) -> Dict[str, float]:
+    """ECE and coverage at 95% precision of the outcomes' confidence (strict)."""
+    metrics = confidence_metrics([o.confidence for o in outcomes], [o.credited("exact") for o in outcomes])
+    return {"ece": metrics["confidence_ece"], "coverage_95": metrics["coverage_at_precision_95"]}
+
+
+def dev_figures(draw: Linked, full_kb: Linked, dev: Linked) -> Dict[str, Any]:
+    """NIL decided with a labelled dev set's own draw: its threshold of the label-free confidence,
+    and a calibration fitted on its links (a held-out mention's link is wrong)."""
+    mentions, dev_mentions = flat(draw.outcomes), flat(dev.outcomes)
+    threshold = best_nil_threshold(dev_mentions)
+    calibration = fit_calibration([row for doc in dev.features for row in doc],
+                                  [o.credited("exact") for o in dev_mentions], source="dev draw")
+    calibrated, dev_calibrated = recalibrated(draw, calibration), recalibrated(dev, calibration)
+    calibrated_threshold = best_nil_threshold(dev_calibrated)
+    label_free, whole = confidence_held(flat(full_kb.outcomes)), confidence_held(recalibrated(full_kb, calibration))
+    return {
+        "dev_draw": {"threshold": threshold, **scored(thresholded(mentions, threshold))},
+        "dev_calibrated": {"nil_pr_auc": nil_average_precision(calibrated), "threshold": calibrated_threshold,
+                           **scored(thresholded(calibrated, calibrated_threshold)),
+                           "full_kb_ece": whole["ece"], "full_kb_coverage_95": whole["coverage_95"],
+                           "label_free_full_kb_ece": label_free["ece"],
+                           "label_free_full_kb_coverage_95": label_free["coverage_95"]},
+    }
+
+
 def draw_figures(outcomes: Outcomes, full_kb: Outcomes, others: List[MentionOutcome], kb: BaseEntityStore
                  ) -> Dict[str, Any]:
     mentions, reference = flat(outcomes), flat(full_kb)
@@ -177,38 +232,52 @@ def draw_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def named_sets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Dict[str, str]:
-    sets = dict(item.split("=", 1) for item in args.sets)
-    if len(sets) != len(args.sets) or not all(sets):
-        parser.error("give each set as NAME=EVAL.spacy, each name once")
+def named_sets(parser: argparse.ArgumentParser, items: Sequence[str]) -> Dict[str, str]:
+    """NAME=PATH items as a dict; anything else is a usage error."""
+    sets = dict(item.split("=", 1) for item in items if "=" in item)
+    if len(sets) != len(items) or not all(sets):
+        parser.error("give each set as NAME=FILE.spacy, each name once")
     return sets
 
 
 def main() -> None:
     parser = draw_arguments(__doc__)
+    parser.add_argument("--dev", nargs="+", default=[], metavar="NAME=DEV.spacy",
+                        help="a labelled set apart from NAME's evaluation set, to decide NIL with")
     args = parser.parse_args()
-    sets = named_sets(parser, args)
+    sets, devs = named_sets(parser, args.sets), named_sets(parser, args.dev)
+    if set(devs) - set(sets):
+        parser.error(f"--dev names no evaluation set: {', '.join(sorted(set(devs) - set(sets)))}")
 
     def run() -> None:
         kb = open_store(args.kb)
-        full = {name: linked(args.pipeline, Path(path))[0] for name, path in sets.items()}
+        full = {name: linked(args.pipeline, Path(path)) for name, path in sets.items()}
         draws: Dict[Tuple[str, int], Dict[str, Any]] = {}
-        outcomes: Dict[Tuple[str, int], Outcomes] = {}
+        links: Dict[Tuple[str, int], Linked] = {}
+        dev_links: Dict[Tuple[str, int], Linked] = {}
         for seed in args.seeds:
             for name, path in sets.items():
                 out = Path(args.work) / name / f"seed{seed}"
                 record = hold_out_kb(args.kb, path, out, share=args.share, seed=seed)
-                outcomes[name, seed], seconds = linked(args.pipeline, out / EVAL_FILE, record["held_out"])
+                links[name, seed] = linked(args.pipeline, out / EVAL_FILE, record["held_out"])
                 draws[name, seed] = {"held_out": len(record["held_out"]), "entities_mentioned":
                                      record["entities_mentioned"], "counts": record["eval_counts"],
-                                     "link_seconds": round(seconds, 1)}
+                                     "link_seconds": round(links[name, seed].seconds, 1)}
+                if name in devs:
+                    out = Path(args.work) / name / f"dev_seed{seed}"
+                    dev_record = hold_out_kb(args.kb, devs[name], out, share=args.share, seed=seed)
+                    dev_links[name, seed] = linked(args.pipeline, out / EVAL_FILE, dev_record["held_out"])
         rows = []
         for (name, seed), draw in draws.items():
-            others = [o for other in sets if other != name for o in flat(outcomes[other, seed])]
+            others = [o for other in sets if other != name for o in flat(links[other, seed].outcomes)]
             rows.append({"set": name, "seed": seed, **draw,
-                         **draw_figures(outcomes[name, seed], full[name], others, kb)})
-        result = {"pipeline": args.pipeline, "kb": args.kb, "sets": sets, "share": args.share, "seeds": args.seeds,
-                  "rows": rows, "summary": {name: summary([r for r in rows if r["set"] == name]) for name in sets}}
+                         **draw_figures(links[name, seed].outcomes, full[name].outcomes, others, kb)})
+            if (name, seed) in dev_links:
+                rows[-1].update(dev_figures(links[name, seed], full[name], dev_links[name, seed]))
+        keys = SUMMARY_KEYS + (DEV_KEYS if devs else ())
+        result = {"pipeline": args.pipeline, "kb": args.kb, "sets": sets, "dev": devs, "share": args.share,
+                  "seeds": args.seeds, "rows": rows,
+                  "summary": {name: summary([r for r in rows if r["set"] == name], keys) for name in sets}}
         print_table(result)
         if args.output:
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -218,16 +287,17 @@ def main() -> None:
 
 
 def print_table(result: Dict[str, Any]) -> None:
-    keys = SUMMARY_KEYS
-    print(f"| set | seed | {' | '.join(keys)} |")
-    print(f"|---|---:|{'---:|' * len(keys)}")
-    for row in result["rows"]:
-        cells = " | ".join("" if lookup(row, k) is None else f"{lookup(row, k):.3f}" for k in keys)
-        print(f"| {row['set']} | {row['seed']} | {cells} |")
-    for name, figures in result["summary"].items():
-        cells = " | ".join(f"{figures[k]['mean']:.3f} ({figures[k]['min']:.3f}-{figures[k]['max']:.3f})"
-                           if k in figures else "" for k in keys)
-        print(f"| {name} | mean (range) | {cells} |")
+    """One table of the draws and their means, and one of the dev set's decisions where there is one."""
+    for keys in (SUMMARY_KEYS, DEV_KEYS) if result["dev"] else (SUMMARY_KEYS,):
+        print(f"| set | seed | {' | '.join(keys)} |")
+        print(f"|---|---:|{'---:|' * len(keys)}")
+        for row in result["rows"]:
+            cells = " | ".join("" if lookup(row, k) is None else f"{lookup(row, k):.3f}" for k in keys)
+            print(f"| {row['set']} | {row['seed']} | {cells} |")
+        for name, figures in result["summary"].items():
+            cells = " | ".join(f"{figures[k]['mean']:.3f} ({figures[k]['min']:.3f}-{figures[k]['max']:.3f})"
+                               if k in figures else "" for k in keys)
+            print(f"| {name} | mean (range) | {cells} |")
 
 
 if __name__ == "__main__":

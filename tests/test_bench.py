@@ -340,6 +340,25 @@ def test_out_of_kb_scores_nil_detection_on_each_draw(tmp_path, toy_linker):
     assert rows[0]["held_out_links"]["nearby"] == 0  # the toy KB has no hierarchy
 
 
+def test_out_of_kb_decides_nil_on_a_dev_sets_own_draw(tmp_path, toy_linker):
+    """A dev set that is the evaluation set: the same seed draws the same entities, so the threshold its
+    draw picks is the one the evaluation set's own best NIL F picks, and a calibration fitted there is
+    applied to the same links."""
+    result = run(BENCH / "out_of_kb.py", ["linker", "kb", "a=gold.spacy", "--dev", "a=gold.spacy", "--seeds", "0",
+                                          "--share", "0.5", "--work", "work", "--output", "out.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (row,) = json.loads((tmp_path / "out.json").read_text())["rows"]
+    assert row["dev_draw"]["threshold"] == row["oracle"]["threshold"]
+    assert row["dev_draw"]["nil_f"] == row["oracle"]["nil_f"] > 0
+    calibrated = row["dev_calibrated"]
+    assert 0 < calibrated["nil_pr_auc"] <= 1 and 0 <= calibrated["nil_f"] <= 1
+    assert 0 <= calibrated["full_kb_ece"] <= 1 and 0 <= calibrated["label_free_full_kb_ece"] <= 1
+    assert "dev_calibrated.nil_f" in result.stdout
+    refused = run(BENCH / "out_of_kb.py", ["linker", "kb", "a=gold.spacy", "--dev", "b=gold.spacy", "--work", "w"],
+                  tmp_path)
+    assert refused.returncode == 2 and "--dev names no evaluation set: b" in refused.stderr
+
+
 def test_out_of_kb_places_a_link_in_the_kb_hierarchy():
     import importlib.util
 
