@@ -48,4 +48,5 @@ def discover_corpus(
         number += len(found[-1].proposals)
     discovery = reduce(Discovery.merged, found)
     discovery.unlinked_labels = read.unlinked_labels
+    discovery.foreign_ids = read.foreign_ids
     return discovery

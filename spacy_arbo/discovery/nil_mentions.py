@@ -14,6 +14,7 @@ from ..annotation.input_mentions import UNLABELLED
 from ..annotation.records import Record
 from ..corpora.gold_mention import parse_gold_ids
 from ..kb.entities import NIL
+from ..kb.store import BaseEntityStore
 from ..pipeline.arbo_linker import ArboLinker, arbo_linkers
 from ..pipeline.linker.exact_names import WORDLESS
 from ..util import ArboError
@@ -22,6 +23,8 @@ from ..util import ArboError
 CONTEXT_CHARS = 80
 # Mentions encoded per encoder call (each batch holds its docs until it is encoded).
 ENCODE_BATCH = 256
+# Linked mentions whose ids the KB lacks, outnumbering those it has, that show a file linked with another KB.
+FOREIGN_EVIDENCE = 10
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,46 @@ def is_nil(mention: Dict[str, object]) -> bool:
 
 
 @dataclass
+class ForeignIds:
+    """The linked mentions of the records and how many of them carry an id their linker's KB lacks
+    (`foreign`; `first`: where the first was), which the mentions of a file linked with this
+    pipeline never do."""
+
+    linked: int = 0
+    foreign: int = 0
+    first: str = ""
+
+    def check(self, record: Record, mention: Dict[str, object], kb: BaseEntityStore) -> None:
+        """Count the linked `mention`; a file whose ids are mostly not the KB's is an error, since the NIL
+        mentions it holds are another KB's."""
+        self.linked += 1
+        if all(part == NIL or kb.resolve(part) is not None for part in parse_gold_ids(str(mention["kb_id"]))):
+            return
+        self.foreign += 1
+        self.first = self.first or f"{record.where}: '{mention.get('text', '')}' -> {mention['kb_id']}"
+        if self.foreign >= FOREIGN_EVIDENCE and 2 * self.foreign > self.linked:
+            self.refuse()
+
+    def refuse(self) -> None:
+        raise ArboError(f"{self.foreign:,} of the first {self.linked:,} linked mentions carry ids the pipeline's KB "
+                        f"lacks ({self.first}): the file was linked with another KB, so its NIL mentions are that "
+                        "KB's. Discover with the pipeline that linked it, or link the file again with this one.")
+
+    def line(self) -> str:
+        return "" if not self.foreign else \
+            f"; {self.foreign:,} of {self.linked:,} linked mentions carry ids the KB lacks (first: {self.first})"
+
+
+@dataclass
 class NilMentions:
     """Per linker name: its NIL mentions (the records' mentions with a NIL id and a label it links)
     and their vectors, in reading order; `unlinked_labels`: how many NIL mentions have a label no
-    linker links (a recognizer's other types, which `link` writes NIL), left out."""
+    linker links (a recognizer's other types, which `link` writes NIL), left out; `foreign_ids`: the
+    linked mentions whose ids the KB lacks."""
 
     encoded: Dict[str, Tuple[List["NilMention"], np.ndarray]]
     unlinked_labels: Counter
+    foreign_ids: ForeignIds
 
 
 def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True) -> NilMentions:
@@ -68,8 +104,14 @@ def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True
     pending: Dict[str, List[Tuple[NilMention, Span]]] = {linker.name: [] for linker in linkers}
     found: Dict[str, Tuple[List[NilMention], List[np.ndarray]]] = {linker.name: ([], []) for linker in linkers}
     by_name = {linker.name: linker for linker in linkers}
+    foreign = ForeignIds()
     bar = tqdm(desc="encoding NIL mentions", unit=" mentions", disable=not progress)
     for record in records:
+        for mention in record.gold:
+            owner = _owner(linkers, str(mention["label"] or UNLABELLED))
+            kb = by_name[owner].kb if owner is not None else None
+            if kb is not None and str(mention.get("kb_id") or "").strip() and not is_nil(mention):
+                foreign.check(record, mention, kb)
         mentions = [m for m in record.gold if is_nil(m)]
         if not mentions:
             continue
@@ -89,8 +131,10 @@ def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True
     for name, batch in pending.items():
         bar.update(_encode(by_name[name], batch, found[name]))
     bar.close()
+    if 2 * foreign.foreign > foreign.linked:
+        foreign.refuse()
     return NilMentions({name: (mentions, np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
-                        for name, (mentions, vectors) in found.items()}, unlinked)
+                        for name, (mentions, vectors) in found.items()}, unlinked, foreign)
 
 
 def _check_encodes_alone(linker: ArboLinker) -> None:

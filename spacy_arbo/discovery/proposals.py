@@ -13,7 +13,7 @@ from ..kb.store import BaseEntityStore
 from ..linking.clustering import Partition
 from ..util import ArboError, PathLike, atomic_path
 from .mention_clusters import cluster_mentions
-from .nil_mentions import NilMention
+from .nil_mentions import ForeignIds, NilMention
 
 # The cuts between mentions and from a mention to a KB entity, chosen on the out-of-KB benchmark
 # (docs/discovery.md): mentions of one new entity join at 0.8; a cluster goes back to the KB only over
@@ -81,6 +81,7 @@ class Discovery:
     min_similarity: float
     min_size: int
     unlinked_labels: Counter = field(default_factory=Counter)
+    foreign_ids: ForeignIds = field(default_factory=ForeignIds)
 
     @property
     def n_mentions(self) -> int:
@@ -96,7 +97,7 @@ class Discovery:
         proposed = sum(len(p.mentions) for p in self.proposals)
         joined = sum(self.joined.values())
         skipped = "".join(f"; {n:,} NIL mentions labelled {label}, which no linker links, left out"
-                          for label, n in sorted(self.unlinked_labels.items()))
+                          for label, n in sorted(self.unlinked_labels.items())) + self.foreign_ids.line()
         return (f"{self.n_mentions:,} NIL mentions: {len(self.proposals):,} proposed entities of {self.min_size} or more "
                 f"mentions ({proposed:,} mentions), {joined:,} mentions joined a KB entity after all, the rest in "
                 f"{self.n_clusters - len(self.proposals) - len(self.joined):,} smaller clusters{skipped}")

@@ -137,6 +137,22 @@ def test_nothing_to_discover_is_one_line_and_other_labels_are_left_out(saved, ca
     assert "4 NIL mentions labelled Disease, which no linker of the pipeline links" in capsys.readouterr().err
 
 
+def test_a_file_linked_with_another_kb_is_refused_and_a_few_foreign_ids_are_counted(saved, capsys):
+    """Its NIL mentions are another KB's: mostly foreign ids stop discover with the first one named;
+    a few (a gold file's ids of another vocabulary) are counted beside the proposals."""
+    other = [(f"o{i}", f"Fever and ibuprofen {i}.", [("Fever", f"OTHER:{i}"), ("ibuprofen", None)]) for i in range(12)]
+    (saved / "other.jsonl").write_text(jsonl(other), encoding="utf8")
+    assert main(["discover", str(saved / "pipeline"), str(saved / "other.jsonl"), "--output", str(saved / "o.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert "10 of the first 10 linked mentions carry ids the pipeline's KB lacks" in err
+    assert "other.jsonl:1: 'Fever' -> OTHER:0" in err and not (saved / "o.jsonl").exists()
+    few = DOCS + [("d5", "Fever again.", [("Fever", "OTHER:1")])]
+    (saved / "few.jsonl").write_text(jsonl(few), encoding="utf8")
+    assert main(["discover", str(saved / "pipeline"), str(saved / "few.jsonl"), "--output", str(saved / "f.jsonl")]) == 0
+    assert "2 proposed entities" in (out := capsys.readouterr().out)
+    assert "1 of 3 linked mentions carry ids the KB lacks (first: " in out and "few.jsonl:4: 'Fever' -> OTHER:1" in out
+
+
 def test_link_discover_with_nothing_nil_writes_no_proposal(saved, capsys):
     out = saved / "new.jsonl"
     out.write_text("stale\n")
