@@ -23,7 +23,7 @@ from ..util import ArboError
 CONTEXT_CHARS = 80
 # Mentions encoded per encoder call (each batch holds its docs until it is encoded).
 ENCODE_BATCH = 256
-# Linked mentions whose ids the KB lacks, outnumbering those it has, that show a file linked with another KB.
+# How many linked mentions with ids the KB lacks (outnumbering those with its ids) show a file linked with another KB.
 FOREIGN_EVIDENCE = 10
 
 
@@ -73,7 +73,7 @@ class ForeignIds:
             self.refuse()
 
     def refuse(self) -> None:
-        raise ArboError(f"{self.foreign:,} of the first {self.linked:,} linked mentions carry ids the pipeline's KB "
+        raise ArboError(f"{self.foreign:,} of the {self.linked:,} linked mentions read carry ids the pipeline's KB "
                         f"lacks ({self.first}): the file was linked with another KB, so its NIL mentions are that "
                         "KB's. Discover with the pipeline that linked it, or link the file again with this one.")
 

@@ -144,7 +144,7 @@ def test_a_file_linked_with_another_kb_is_refused_and_a_few_foreign_ids_are_coun
     (saved / "other.jsonl").write_text(jsonl(other), encoding="utf8")
     assert main(["discover", str(saved / "pipeline"), str(saved / "other.jsonl"), "--output", str(saved / "o.jsonl")]) == 1
     err = capsys.readouterr().err
-    assert "10 of the first 10 linked mentions carry ids the pipeline's KB lacks" in err
+    assert "10 of the 10 linked mentions read carry ids the pipeline's KB lacks" in err
     assert "other.jsonl:1: 'Fever' -> OTHER:0" in err and not (saved / "o.jsonl").exists()
     few = DOCS + [("d5", "Fever again.", [("Fever", "OTHER:1")])]
     (saved / "few.jsonl").write_text(jsonl(few), encoding="utf8")
