@@ -70,9 +70,10 @@ class Linked(NamedTuple):
     seconds: float  # the linking
 
 
-def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Linked:
+def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_features: bool = False) -> Linked:
     """The pipeline's outcomes on the gold mentions of `corpus`, its KB less `remove` (as
-    `kb remove` leaves it)."""
+    `kb remove` leaves it), with each link's confidence features where a calibration is to be fitted
+    (`with_features`)."""
     nlp = load_pipeline(pipeline)
     linker = pipeline_linker(nlp, pipeline)
     if remove:
@@ -85,9 +86,10 @@ def linked(pipeline: str, corpus: Path, remove: Sequence[str] = ()) -> Linked:
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold)
     seconds = time.perf_counter() - start
-    features = ConfidenceFeatures(nlp, linker)
+    features = ConfidenceFeatures(nlp, linker) if with_features else None
     return Linked([mention_outcomes([Example(p, g)]) for p, g in zip(predicted, gold)],
-                  [features([span for span, _, _ in scored_pairs(p, g)]) for p, g in zip(predicted, gold)], seconds)
+                  [features([span for span, _, _ in scored_pairs(p, g)]) if features else []
+                   for p, g in zip(predicted, gold)], seconds)
 
 
 def flat(outcomes: Outcomes) -> List[MentionOutcome]:
@@ -150,15 +152,17 @@ def held_out_links(kb: BaseEntityStore, mentions: List[MentionOutcome], referenc
 
 def recalibrated(links: Linked, calibration: Calibration) -> List[MentionOutcome]:
     """The outcomes of `links` with the confidence `calibration` gives them (none for a NIL link)."""
-    confidence = calibration([row for doc in links.features for row in doc]) if flat(links.outcomes) else []
+    outcomes, rows = flat(links.outcomes), [row for doc in links.features for row in doc]
+    if len(rows) != len(outcomes):
+        raise ArboError("the links' features and outcomes differ in number; link with features (--dev).")
     return [o if o.predicted == NIL else dataclasses.replace(o, confidence=float(c))
-            for o, c in zip(flat(links.outcomes), confidence)]
+            for o, c in zip(outcomes, calibration(rows))]
 
 
-def confidence_held(outcomes: Sequence[MentionOutcome]) -> Dict[str, float]:
-    """ECE and coverage at 95% precision of the outcomes' confidence (strict)."""
+def confidence_held(outcomes: Sequence[MentionOutcome]) -> Dict[str, Optional[float]]:
+    """ECE and coverage at 95% precision of the outcomes' confidence (strict); None without one."""
     metrics = confidence_metrics([o.confidence for o in outcomes], [o.credited("exact") for o in outcomes])
-    return {"ece": metrics["confidence_ece"], "coverage_95": metrics["coverage_at_precision_95"]}
+    return {"ece": metrics.get("confidence_ece"), "coverage_95": metrics.get("coverage_at_precision_95")}
 
 
 def dev_figures(draw: Linked, full_kb: Linked, dev: Linked) -> Dict[str, Any]:
@@ -166,16 +170,19 @@ def dev_figures(draw: Linked, full_kb: Linked, dev: Linked) -> Dict[str, Any]:
     and a calibration fitted on its links (a held-out mention's link is wrong)."""
     mentions, dev_mentions = flat(draw.outcomes), flat(dev.outcomes)
     threshold = best_nil_threshold(dev_mentions)
-    calibration = fit_calibration([row for doc in dev.features for row in doc],
-                                  [o.credited("exact") for o in dev_mentions], source="dev draw")
+    dev_rows = [row for doc in dev.features for row in doc]
+    fitted = [(row, o.credited("exact")) for row, o in zip(dev_rows, dev_mentions) if o.predicted != NIL]
+    calibration = fit_calibration([row for row, _ in fitted], [right for _, right in fitted], source="dev draw")
     calibrated, dev_calibrated = recalibrated(draw, calibration), recalibrated(dev, calibration)
     calibrated_threshold = best_nil_threshold(dev_calibrated)
-    label_free, whole = confidence_held(flat(full_kb.outcomes)), confidence_held(recalibrated(full_kb, calibration))
+    label_free = confidence_held(flat(full_kb.outcomes))
+    calibrated_full_kb = confidence_held(recalibrated(full_kb, calibration))
     return {
         "dev_draw": {"threshold": threshold, **scored(thresholded(mentions, threshold))},
         "dev_calibrated": {"nil_pr_auc": nil_average_precision(calibrated), "threshold": calibrated_threshold,
                            **scored(thresholded(calibrated, calibrated_threshold)),
-                           "full_kb_ece": whole["ece"], "full_kb_coverage_95": whole["coverage_95"],
+                           "full_kb_ece": calibrated_full_kb["ece"],
+                           "full_kb_coverage_95": calibrated_full_kb["coverage_95"],
                            "label_free_full_kb_ece": label_free["ece"],
                            "label_free_full_kb_coverage_95": label_free["coverage_95"]},
     }
@@ -233,9 +240,10 @@ def draw_arguments(description: str) -> argparse.ArgumentParser:
 
 
 def named_sets(parser: argparse.ArgumentParser, items: Sequence[str]) -> Dict[str, str]:
-    """NAME=PATH items as a dict; anything else is a usage error."""
+    """NAME=PATH items as a dict, so that rows and summaries are keyed by a name the user chose; anything else
+    is a usage error."""
     sets = dict(item.split("=", 1) for item in items if "=" in item)
-    if len(sets) != len(items) or not all(sets):
+    if len(sets) != len(items) or not all(sets) or not all(sets.values()):
         parser.error("give each set as NAME=FILE.spacy, each name once")
     return sets
 
@@ -251,7 +259,7 @@ def main() -> None:
 
     def run() -> None:
         kb = open_store(args.kb)
-        full = {name: linked(args.pipeline, Path(path)) for name, path in sets.items()}
+        full = {name: linked(args.pipeline, Path(path), with_features=name in devs) for name, path in sets.items()}
         draws: Dict[Tuple[str, int], Dict[str, Any]] = {}
         links: Dict[Tuple[str, int], Linked] = {}
         dev_links: Dict[Tuple[str, int], Linked] = {}
@@ -259,14 +267,14 @@ def main() -> None:
             for name, path in sets.items():
                 out = Path(args.work) / name / f"seed{seed}"
                 record = hold_out_kb(args.kb, path, out, share=args.share, seed=seed)
-                links[name, seed] = linked(args.pipeline, out / EVAL_FILE, record["held_out"])
+                links[name, seed] = linked(args.pipeline, out / EVAL_FILE, record["held_out"], name in devs)
                 draws[name, seed] = {"held_out": len(record["held_out"]), "entities_mentioned":
                                      record["entities_mentioned"], "counts": record["eval_counts"],
                                      "link_seconds": round(links[name, seed].seconds, 1)}
                 if name in devs:
-                    out = Path(args.work) / name / f"dev_seed{seed}"
-                    dev_record = hold_out_kb(args.kb, devs[name], out, share=args.share, seed=seed)
-                    dev_links[name, seed] = linked(args.pipeline, out / EVAL_FILE, dev_record["held_out"])
+                    dev_out = Path(args.work) / name / f"dev_seed{seed}"
+                    dev_record = hold_out_kb(args.kb, devs[name], dev_out, share=args.share, seed=seed)
+                    dev_links[name, seed] = linked(args.pipeline, dev_out / EVAL_FILE, dev_record["held_out"], True)
         rows = []
         for (name, seed), draw in draws.items():
             others = [o for other in sets if other != name for o in flat(links[other, seed].outcomes)]

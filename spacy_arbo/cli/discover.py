@@ -71,7 +71,8 @@ def discover_files(nlp, inputs: Sequence[str], input_format: str, output: str, h
     if not found.n_mentions and not after_link:
         unlinked = "".join(f"; {n:,} NIL mentions labelled {label}, which no linker of the pipeline links"
                            for label, n in sorted(found.unlinked_labels.items()))
-        raise ArboError(f"No NIL mention to cluster in {', '.join(inputs)}{skipped}{unlinked}: nothing to discover "
+        raise ArboError(f"No NIL mention to cluster in {', '.join(inputs)}{skipped}{unlinked}"
+                        f"{found.foreign_ids.line()}: nothing to discover "
                         "(link with --min-confidence, or a pipeline with a NIL threshold, leaves some NIL).")
     write_proposals(found, output)
     print(found.line() + skipped)

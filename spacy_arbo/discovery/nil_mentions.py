@@ -73,11 +73,13 @@ class ForeignIds:
             self.refuse()
 
     def refuse(self) -> None:
+        """Stop before encoding more: NIL mentions of another KB would be proposed as this one's new entities."""
         raise ArboError(f"{self.foreign:,} of the {self.linked:,} linked mentions read carry ids the pipeline's KB "
-                        f"lacks ({self.first}): the file was linked with another KB, so its NIL mentions are that "
-                        "KB's. Discover with the pipeline that linked it, or link the file again with this one.")
+                        f"lacks ({self.first}): the input was linked with another KB, so its NIL mentions are that "
+                        "KB's. Discover with the pipeline that linked it, or link the input again with this one.")
 
     def line(self) -> str:
+        """The summary line's note of a few foreign ids (a gold file's ids of another vocabulary)."""
         return "" if not self.foreign else \
             f"; {self.foreign:,} of {self.linked:,} linked mentions carry ids the KB lacks (first: {self.first})"
 
@@ -108,7 +110,7 @@ def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True
     bar = tqdm(desc="encoding NIL mentions", unit=" mentions", disable=not progress)
     for record in records:
         for mention in record.gold:
-            owner = _owner(linkers, str(mention["label"] or UNLABELLED))
+            owner = _owner(linkers, str(mention.get("label") or UNLABELLED))
             kb = by_name[owner].kb if owner is not None else None
             if kb is not None and str(mention.get("kb_id") or "").strip() and not is_nil(mention):
                 foreign.check(record, mention, kb)
@@ -131,8 +133,6 @@ def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True
     for name, batch in pending.items():
         bar.update(_encode(by_name[name], batch, found[name]))
     bar.close()
-    if 2 * foreign.foreign > foreign.linked:
-        foreign.refuse()
     return NilMentions({name: (mentions, np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
                         for name, (mentions, vectors) in found.items()}, unlinked, foreign)
 

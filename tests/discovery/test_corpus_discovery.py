@@ -146,11 +146,12 @@ def test_a_file_linked_with_another_kb_is_refused_and_a_few_foreign_ids_are_coun
     err = capsys.readouterr().err
     assert "10 of the 10 linked mentions read carry ids the pipeline's KB lacks" in err
     assert "other.jsonl:1: 'Fever' -> OTHER:0" in err and not (saved / "o.jsonl").exists()
-    few = DOCS + [("d5", "Fever again.", [("Fever", "OTHER:1")])]
+    few = DOCS + [(f"d{i}", "Fever again.", [("Fever", f"OTHER:{i}")]) for i in range(5, 8)]
     (saved / "few.jsonl").write_text(jsonl(few), encoding="utf8")
     assert main(["discover", str(saved / "pipeline"), str(saved / "few.jsonl"), "--output", str(saved / "f.jsonl")]) == 0
     assert "2 proposed entities" in (out := capsys.readouterr().out)
-    assert "1 of 3 linked mentions carry ids the KB lacks (first: " in out and "few.jsonl:4: 'Fever' -> OTHER:1" in out
+    # Three of five: a majority, but too few to tell another KB from a few ids of another vocabulary.
+    assert "3 of 5 linked mentions carry ids the KB lacks (first: " in out and "few.jsonl:4: 'Fever' -> OTHER:5" in out
 
 
 def test_link_discover_with_nothing_nil_writes_no_proposal(saved, capsys):
