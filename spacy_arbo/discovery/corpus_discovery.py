@@ -14,6 +14,7 @@ from .nil_mentions import nil_mentions
 from .proposals import (
     DEFAULT_MIN_ENTITY_SIMILARITY, DEFAULT_MIN_SIMILARITY, NEAREST, Discovery, next_new_number, propose_entities,
 )
+from .short_forms import defined_short_forms
 
 
 def discover_corpus(
@@ -44,7 +45,8 @@ def discover_corpus(
         found.append(propose_entities(mentions, vectors, retriever.kb, nearest, min_similarity=min_similarity,
                                       min_entity_similarity=min_entity_similarity,
                                       knn_mentions=linker.settings.knn_mentions, min_size=min_size,
-                                      id_prefix=id_prefix, first_number=number))
+                                      id_prefix=id_prefix, first_number=number,
+                                      same_entity=defined_short_forms(mentions)))
         number += len(found[-1].proposals)
     discovery = reduce(Discovery.merged, found)
     discovery.unlinked_labels = read.unlinked_labels

@@ -2,6 +2,7 @@
 carry ids), read in their documents' context and encoded by the linker that links their label, as
 the mentions of a `link` run were: the same tokenizer, the same mention reader and encoder."""
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -108,30 +109,33 @@ def nil_mentions(nlp: Language, records: Iterable[Record], progress: bool = True
     by_name = {linker.name: linker for linker in linkers}
     foreign = ForeignIds()
     bar = tqdm(desc="encoding NIL mentions", unit=" mentions", disable=not progress)
-    for record in records:
-        for mention in record.gold:
-            owner = _owner(linkers, str(mention.get("label") or UNLABELLED))
-            kb = by_name[owner].kb if owner is not None else None
-            if kb is not None and str(mention.get("kb_id") or "").strip() and not is_nil(mention):
-                foreign.check(record, mention, kb)
-        mentions = [m for m in record.gold if is_nil(m)]
-        if not mentions:
-            continue
-        doc = nlp.make_doc(record.text)
-        for mention in mentions:
-            span = doc.char_span(mention["start"], mention["end"], label=mention["label"] or UNLABELLED,
-                                 alignment_mode="expand")
-            if span is None or WORDLESS.match(span.text):
-                continue  # no word character: the linker links none, nor does discovery read one
-            owner = _owner(linkers, span.label_)
-            if owner is None:
-                unlinked[span.label_] += 1
+    with ExitStack() as reusing:  # a mention read alike anywhere in the corpus is encoded once, to one vector
+        for linker in linkers:
+            reusing.enter_context(linker.reusing_mention_vectors())
+        for record in records:
+            for mention in record.gold:
+                owner = _owner(linkers, str(mention.get("label") or UNLABELLED))
+                kb = by_name[owner].kb if owner is not None else None
+                if kb is not None and str(mention.get("kb_id") or "").strip() and not is_nil(mention):
+                    foreign.check(record, mention, kb)
+            mentions = [m for m in record.gold if is_nil(m)]
+            if not mentions:
                 continue
-            pending[owner].append((_nil_mention(record, mention), span))
-            if len(pending[owner]) >= ENCODE_BATCH:
-                bar.update(_encode(by_name[owner], pending[owner], found[owner]))
-    for name, batch in pending.items():
-        bar.update(_encode(by_name[name], batch, found[name]))
+            doc = nlp.make_doc(record.text)
+            for mention in mentions:
+                span = doc.char_span(mention["start"], mention["end"], label=mention["label"] or UNLABELLED,
+                                     alignment_mode="expand")
+                if span is None or WORDLESS.match(span.text):
+                    continue  # no word character: the linker links none, nor does discovery read one
+                owner = _owner(linkers, span.label_)
+                if owner is None:
+                    unlinked[span.label_] += 1
+                    continue
+                pending[owner].append((_nil_mention(record, mention), span))
+                if len(pending[owner]) >= ENCODE_BATCH:
+                    bar.update(_encode(by_name[owner], pending[owner], found[owner]))
+        for name, batch in pending.items():
+            bar.update(_encode(by_name[name], batch, found[name]))
     bar.close()
     return NilMentions({name: (mentions, np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32))
                         for name, (mentions, vectors) in found.items()}, unlinked, foreign)

@@ -115,18 +115,21 @@ def propose_entities(
     min_size: int = 2,
     id_prefix: str = "NEW:",
     first_number: Optional[int] = None,
+    same_entity: Sequence[Tuple[int, int]] = (),
 ) -> Discovery:
     """Cluster `mentions` (their unit `vectors`) with their nearest KB entities (`nearest`: rows and
     similarities, (n, k) best first, as `EntityRetriever.nearest_entity_scores` gives), and propose
     every cluster of `min_size` mentions or more that reaches no entity (`cluster_mentions`), the
-    largest first, numbered from `first_number` (default: after the KB's own `id_prefix` ids)."""
+    largest first, numbered from `first_number` (default: after the KB's own `id_prefix` ids);
+    `same_entity`: pairs of mentions known to be one entity (`defined_short_forms`)."""
     if len(mentions) != len(vectors):
         raise ArboError(f"{len(mentions)} mentions but {len(vectors)} vectors: one vector each is needed.")
     rows, similarities = nearest
     if not len(mentions):
         return Discovery([], [], [], 0, {}, min_similarity, min_size)
     found = cluster_mentions(vectors, rows[:, 0], similarities[:, 0], knn_mentions=knn_mentions,
-                             min_similarity=min_similarity, min_entity_similarity=min_entity_similarity)
+                             min_similarity=min_similarity, min_entity_similarity=min_entity_similarity,
+                             same_entity=same_entity)
     joined = Counter(kb.ids[row] for row in found.entity[found.entity >= 0])
     members = _nil_clusters(found)
     kept = sorted((m for m in members if len(m) >= min_size), key=lambda m: (-len(m), m[0]))

@@ -60,6 +60,21 @@ def test_the_nil_mentions_of_a_link_output_become_proposals(saved):
     assert [e[0] for e in found.proposals[0].nearest][:1] and found.proposals[0].parent is None  # toy KB: no tree
 
 
+def test_a_short_form_the_text_defines_joins_its_long_form(saved):
+    nlp = spacy.load(saved / "pipeline")
+    defined = [("e1", "In myotonic dystrophy (DM) muscles fail.", [("myotonic dystrophy", None), ("DM", None)]),
+               ("e2", "DM and myotonic dystrophy again.", [("DM", None), ("myotonic dystrophy", None)])]
+    undefined = [("e1", "In myotonic dystrophy, DM muscles fail.", [("myotonic dystrophy", None), ("DM", None)]),
+                 defined[1]]
+    found = {}
+    for name, docs in (("defined", defined), ("undefined", undefined)):
+        (saved / f"{name}.jsonl").write_text(jsonl(docs), encoding="utf8")
+        result = discover_corpus(nlp, records(saved / f"{name}.jsonl"), min_similarity=0.99, progress=False)
+        found[name] = sorted(sorted(m.text for m in p.mentions) for p in result.proposals)
+    assert found["defined"] == [["DM", "DM", "myotonic dystrophy", "myotonic dystrophy"]]
+    assert found["undefined"] == [["DM", "DM"], ["myotonic dystrophy", "myotonic dystrophy"]]
+
+
 def test_discover_writes_proposals_and_a_page_that_kb_add_and_a_browser_take(saved, capsys):
     out, page = saved / "new.jsonl", saved / "new.html"
     assert main(["discover", str(saved / "pipeline"), str(saved / "linked.jsonl"), "--output", str(out),
