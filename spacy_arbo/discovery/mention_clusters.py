@@ -52,14 +52,14 @@ def knn_graph(vectors: np.ndarray, knn_mentions: int) -> Tuple[np.ndarray, np.nd
     """Each mention's nearest mentions and their similarities, (n, k) with -1 padding, as `partition`
     reads them: a distinct vector (its first mention) lists its `knn_mentions` nearest distinct
     vectors' first mentions, and every other mention of the same vector that one alone."""
-    _, first, inverse = np.unique(vectors, axis=0, return_index=True, return_inverse=True)
-    representative = first[inverse.reshape(-1)]
+    first, representative = _distinct_rows(vectors)
     knn = max(0, min(knn_mentions, len(first) - 1))
     width = max(knn, 1) if len(first) < len(vectors) else knn
     indices = np.full((len(vectors), width), -1, dtype=np.int64)
     similarities = np.zeros((len(vectors), width), dtype=np.float32)
     if knn:
-        found, found_similarities = exact_search(vectors[first], vectors[first], knn, exclude_self=True)
+        nodes = vectors if len(first) == len(vectors) else vectors[first]
+        found, found_similarities = exact_search(nodes, nodes, knn, exclude_self=True)
         indices[first, :knn] = np.where(found >= 0, first[np.maximum(found, 0)], -1)
         similarities[first, :knn] = found_similarities
     copies = np.flatnonzero(representative != np.arange(len(vectors)))
@@ -69,12 +69,23 @@ def knn_graph(vectors: np.ndarray, knn_mentions: int) -> Tuple[np.ndarray, np.nd
     return indices, similarities
 
 
+def _distinct_rows(vectors: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct vector, in row order, and each row's first row with its vector."""
+    if not len(vectors):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    rows = np.ascontiguousarray(vectors).view(np.dtype((np.void, vectors.dtype.itemsize * vectors.shape[1])))
+    _, first, inverse = np.unique(rows.reshape(-1), return_index=True, return_inverse=True)
+    return np.sort(first), first[inverse.reshape(-1)]
+
+
 def with_pairs(indices: np.ndarray, similarities: np.ndarray,
                pairs: Sequence[Tuple[int, int]]) -> Tuple[np.ndarray, np.ndarray]:
     """The neighbour lists with an edge of similarity 1 each way between the two mentions of each pair."""
     if not len(pairs):
         return indices, similarities
     ends = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if ends.min() < 0 or ends.max() >= len(indices):
+        raise ArboError(f"Mention pairs must name mentions 0 to {len(indices) - 1}; got {ends.min()} to {ends.max()}.")
     sources, targets = np.concatenate([ends[:, 0], ends[:, 1]]), np.concatenate([ends[:, 1], ends[:, 0]])
     order = np.argsort(targets, kind="stable")
     sources, targets = sources[order], targets[order]

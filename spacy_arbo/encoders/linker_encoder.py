@@ -95,12 +95,13 @@ class LinkerEncoder:
     def reusing_mention_vectors(self) -> Iterator[None]:
         """Within the block a mention read again (same text, context and long form) is not
         encoded again: for passes over the same docs that differ only after the encoder. The
-        weights must not change inside."""
-        self._mention_vectors = {}
+        weights must not change inside. A block inside another keeps the outer one's vectors."""
+        outer = self._mention_vectors
+        self._mention_vectors = {} if outer is None else outer
         try:
             yield
         finally:
-            self._mention_vectors = None
+            self._mention_vectors = outer
 
     def encode_entities(self, entities: Sequence[EntityInput], progress: bool = False,
                         cache: Optional[VectorCache] = None) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Discovery over what `link` wrote: `link --discover`, `discover FILES`, the proposals' page in a
 browser, and the curator's loop back through `kb add --new-only` to links to the new ids."""
+import importlib
 import json
 
 import pytest
@@ -13,6 +14,8 @@ from spacy_arbo.discovery.nil_mentions import is_nil
 
 from ..util import headless_chromium, launch, make_nlp
 
+# The module (the package exports its function of the same name).
+nil_mentions_module = importlib.import_module("spacy_arbo.discovery.nil_mentions")
 FEVER = "MESH:D005334"
 # Two drugs the toy KB lacks, mentioned in three documents, beside KB names.
 DOCS = [
@@ -73,6 +76,21 @@ def test_a_short_form_the_text_defines_joins_its_long_form(saved):
         found[name] = sorted(sorted(m.text for m in p.mentions) for p in result.proposals)
     assert found["defined"] == [["DM", "DM", "myotonic dystrophy", "myotonic dystrophy"]]
     assert found["undefined"] == [["DM", "DM"], ["myotonic dystrophy", "myotonic dystrophy"]]
+
+
+def test_a_reading_is_encoded_once_to_one_vector_across_batches(saved, monkeypatch):
+    monkeypatch.setattr(nil_mentions_module, "ENCODE_BATCH", 1)
+    nlp = spacy.load(saved / "pipeline")
+    encoder = nlp.get_pipe("arbo_linker").encoder
+    encoded = []
+    encode = encoder.encode_mentions
+    monkeypatch.setattr(encoder, "encode_mentions", lambda mentions, *a: encoded.extend(mentions) or encode(mentions, *a))
+    read = nil_mentions_module.nil_mentions(nlp, records(saved / "linked.jsonl"), progress=False)
+    mentions, vectors = read.encoded["arbo_linker"]
+    texts = [m.text for m in mentions]
+    assert texts == ["ibuprofen", "metformin", "ibuprofen", "metformin"]
+    assert vectors[0].tobytes() == vectors[2].tobytes() and vectors[1].tobytes() == vectors[3].tobytes()
+    assert len(encoded) == 4 and encoder._mention_vectors is None  # asked 4 times, the block closed after
 
 
 def test_discover_writes_proposals_and_a_page_that_kb_add_and_a_browser_take(saved, capsys):

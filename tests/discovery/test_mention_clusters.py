@@ -1,15 +1,17 @@
 """Clusters of NIL mentions over the kNN graph, with mentions read alike as one node."""
 import numpy as np
+import pytest
 
 from spacy_arbo.discovery.mention_clusters import cluster_mentions, knn_graph, with_pairs
+from spacy_arbo.util import ArboError
 
 
 def _spellings(copies: int) -> np.ndarray:
     """Three readings, each `copies` times in turn: "tumor", "tumors" (cosine 0.9 to it) and an
-    unrelated one (cosine 0)."""
+    unrelated one (cosine 0.1 and 0.09)."""
     tumor = np.array([1.0, 0.0, 0.0], dtype=np.float32)
     tumors = np.array([0.9, np.sqrt(1 - 0.81), 0.0], dtype=np.float32)
-    other = np.array([0.0, 0.0, 1.0], dtype=np.float32)
+    other = np.array([0.1, 0.0, np.sqrt(1 - 0.01)], dtype=np.float32)
     return np.stack([tumor, tumors, other] * copies)
 
 
@@ -33,7 +35,7 @@ def test_copies_hang_from_their_first_mention():
     indices, similarities = knn_graph(vectors, 8)
     assert indices.shape == (12, 2)  # 3 distinct readings: 2 neighbours each
     assert indices[:3].tolist() == [[1, 2], [0, 2], [0, 1]]
-    assert np.allclose(similarities[0], [0.9, 0.0], atol=1e-6)
+    assert np.allclose(similarities[0], [0.9, 0.1], atol=1e-6)
     for copy in range(3, 12):
         assert indices[copy].tolist() == [copy % 3, -1]
         assert similarities[copy, 0] == 1.0
@@ -70,3 +72,21 @@ def test_pairs_add_one_edge_each_way():
     assert got.tolist() == [[1, 2, -1], [0, 2, -1], [-1, 0, 1]]
     assert got_similarities[2].tolist() == [0.0, 1.0, 1.0]
     assert with_pairs(indices, similarities, [])[0] is indices
+
+
+def test_copies_follow_their_first_mention_to_a_kb_entity():
+    vectors = _spellings(12)
+    rows = np.tile([5, -1, -1], 12)
+    similarity = np.tile(np.array([0.97, 0.5, 0.5], dtype=np.float32), 12)
+    found = cluster_mentions(vectors, rows, similarity, knn_mentions=8, min_similarity=0.8, min_entity_similarity=0.95)
+    assert (found.entity[0::3] == 5).all()
+    assert (found.entity[1::3] == 5).all()  # "tumors" reaches it through "tumor"
+    assert (found.entity[2::3] == -1).all()
+
+
+def test_pairs_must_name_mentions():
+    indices, similarities = knn_graph(_spellings(1), 2)
+    with pytest.raises(ArboError, match="0 to 2"):
+        with_pairs(indices, similarities, [(0, 3)])
+    with pytest.raises(ArboError, match="0 to 2"):
+        with_pairs(indices, similarities, [(-1, 1)])
