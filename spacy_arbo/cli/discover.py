@@ -36,7 +36,7 @@ def add_discovery_options(cmd: argparse.ArgumentParser, prefix: str = "") -> Non
     cmd.add_argument(f"--{prefix}min-size", dest="min_size", type=int, default=DEFAULT_MIN_SIZE,
                      help=f"the smallest cluster to propose (default {DEFAULT_MIN_SIZE})")
     cmd.add_argument(f"--{prefix}min-similarity", dest="min_similarity", type=float, default=None,
-                     help="join mentions at least this similar (default 0.85" + ("" if prefix else "; with a .spacy "
+                     help="join mentions at least this similar (default 0.83" + ("" if prefix else "; with a .spacy "
                      "corpus: the linker's min_similarity, else 0.9") + ")")
     cmd.add_argument(f"--{prefix}min-entity-similarity", dest="min_entity_similarity", type=float, default=None,
                      help="a cluster joins a KB entity (and is not proposed) over a mention at least this similar to "
