@@ -40,6 +40,7 @@ from .common.links import install_extensions
 from .common.mention_finders import NoMentionFinderWarning
 from .linker import linker_files
 from .linker.exact_names import ExactNames, known_links
+from .linker.induced_variants import InducedVariants
 from .linker.link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
 from .linker.linker_settings import DEFAULT_MODEL, LinkerSettings
 from .linker.mention_inputs import MentionReader
@@ -90,6 +91,7 @@ class ArboLinker(ConfiguredPipe):
         self.training = RetrieverTraining(objective, settings.seed)
         self.exact_names = ExactNames(self.require_retriever)
         self.kb_names = self.exact_names.kb_names  # what the features of its links read (`KBNames`)
+        self.induced_variants = InducedVariants(self.require_retriever)
         self.retriever: Optional[EntityRetriever] = None
         self.no_mention_finder = NoMentionFinderWarning()
         self.confidence = LabelFreeConfidence(name, self._name_linking, self.confidence_key, self.index_is_current)
@@ -266,7 +268,11 @@ class ArboLinker(ConfiguredPipe):
             for i, link in zip(linkable, decided):
                 links[i] = link
         remaining = iter(links)
-        return [[next(remaining) for _ in spans] for spans in spans_per_doc]
+        per_doc = [[next(remaining) for _ in spans] for spans in spans_per_doc]
+        if settings.induced_variants:
+            for spans, doc_links in zip(spans_per_doc, per_doc):
+                self.induced_variants.relink(spans, doc_links)
+        return per_doc
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
         linked = []

@@ -62,7 +62,7 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     nlp = make_nlp(toy_kb_dir)
     nlp.to_disk(tmp_path / "saved")
     config_file = tmp_path / "saved" / "config.cfg"
-    dropped = {*DENSE_LINKER, "confidence"}  # every saved config has top_k
+    dropped = {*DENSE_LINKER, "confidence", "induced_variants"}  # every saved config has top_k
     lines = [line for line in config_file.read_text().splitlines() if line.split(" = ")[0] not in dropped]
     config_file.write_text("\n".join(lines) + "\n")
     assert "kb_names_first" not in config_file.read_text()
@@ -77,7 +77,7 @@ def test_pipeline_saved_before_the_defaults_keeps_its_settings(tmp_path, toy_kb_
     loaded.to_disk(tmp_path / "again")
     block = Config().from_disk(tmp_path / "again" / "config.cfg", interpolate=False)["components"]["arbo_linker"]
     assert {k: block[k] for k in DENSE_LINKER} == DENSE_LINKER and block["top_k"] == 4
-    assert block["confidence"] is False
+    assert block["confidence"] is False and block["induced_variants"] is False
     assert srsly.read_json(tmp_path / "again" / "arbo_linker" / CFG) == loaded.get_pipe("arbo_linker").cfg
     # A setting given at load time (other than today's default, which the fill gives too) wins.
     given = spacy.load(tmp_path / "saved", config={"components": {"arbo_linker": {"candidate_source": "tfidf"}}})

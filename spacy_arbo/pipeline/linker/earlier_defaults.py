@@ -22,6 +22,7 @@ EARLIER_DEFAULTS: Dict[str, Any] = {
     "sparse_weight": None,
     "kb_names_first": False,
     "confidence": False,
+    "induced_variants": False,
 }
 
 

@@ -14,10 +14,10 @@ from ...retrieval.retrieval_settings import RetrievalSettings
 from ...util import ArboError
 
 LINKINGS = ("independent", "clustering")
-# Settings that change no candidate's score.
+# Settings that change no candidate's score (an induced variant takes its entity's score and place).
 UNSCORED = {"threshold", "kb_ents_threshold", "max_entities_per_mention", "labels", "labels_discard", "overwrite",
             "use_gold_ents", "refresh_every", "alias_pairs_per_batch", "batch_size", "use_gpu_index", "precision",
-            "confidence"}
+            "confidence", "induced_variants"}
 SCOPES = ("batch", "doc")
 # How a coordinated mention ("breast and ovarian cancer") is linked: as one mention, split
 # into its parts whenever they name different entities, or split only when the parts'
@@ -70,6 +70,8 @@ class LinkerSettings(RetrievalSettings):
     transductive: bool = False
     memory_first: bool = True
     kb_names_first: bool = True
+    # A disease the doc says a substance induced links to the KB's drug-induced entity of it (`induced_variants`).
+    induced_variants: bool = True
     # `span._.kb_confidence`, calibrated on the KB's own names (`link_confidence`).
     confidence: bool = True
     refresh_every: int = 200
