@@ -15,6 +15,10 @@ NIL is also decided as a user with labels would: the same seed's draw of the dev
 picks the threshold of the label-free confidence (`dev_draw`), and fits a calibration that replaces it
 (`dev_calibrated`: NIL PR area and figures at the threshold its own dev draw picks, and how the new
 confidence holds on the whole KB: `full_kb_ece`, `full_kb_coverage_95`, beside the label-free ones).
+With `--memory NAME=TRAIN.spacy` as well, each draw's pipeline (evaluation and dev draws alike) holds a
+`link_memory` of TRAIN's mentions (`add-memory`'s defaults) less those of the draw's held-out entities, which
+it never sees (PEL's appendix D): NIL decided by a pipeline that read annotations, its calibration fitted on
+the dev draw with the memory among the features.
 
 Why: a KB never holds every entity a text mentions; whether a linker can say "not in the KB"
 without losing its in-KB links is measured only where gold says which mentions those are, and a
@@ -26,6 +30,9 @@ draw of entities is one draw, so several are scored.
     python bench/out_of_kb.py /tmp/w/default /tmp/w/kb ncbi=/tmp/w/corpus/ncbi/test.spacy \\
         bc5cdr=/tmp/w/corpus/bc5cdr/dev.spacy --dev ncbi=/tmp/w/corpus/ncbi/dev.spacy \\
         bc5cdr=/tmp/w/corpus/bc5cdr/train.spacy --work /tmp/oob --output bench/results/out_of_kb/dev.json
+    python bench/out_of_kb.py /tmp/w/default /tmp/w/kb ncbi=/tmp/w/corpus/ncbi/test.spacy \\
+        --dev ncbi=/tmp/w/corpus/ncbi/dev.spacy --memory ncbi=/tmp/w/corpus/ncbi/train.spacy \\
+        --work /tmp/oob_memory --output bench/results/out_of_kb/memory.json
 """
 import argparse
 import dataclasses
@@ -41,13 +48,15 @@ from spacy_arbo.confidence.calibration import Calibration, fit_calibration
 from spacy_arbo.confidence.features import ConfidenceFeatures
 from spacy_arbo.confidence.metrics import confidence_metrics
 from spacy_arbo.confidence.nil_curve import best_nil_threshold, nil_average_precision
-from spacy_arbo.corpora.out_of_kb import EVAL_FILE, hold_out_kb
+from spacy_arbo.corpora import read_docbin
+from spacy_arbo.corpora.out_of_kb import EVAL_FILE, TRAIN_FILE, hold_out_kb
 from spacy_arbo.evaluation import link_gold_mentions
 from spacy_arbo.gold_corpus import read_gold_links
 from spacy_arbo.kb.entities import NIL
 from spacy_arbo.kb.store import BaseEntityStore, open_store
 from spacy_arbo.pipeline.common.kb_versions import follow_kb, kb_holders
 from spacy_arbo.pipeline.link_confidence import pipeline_linker
+from spacy_arbo.pipeline.link_memory import LinkMemory
 from spacy_arbo.scoring import MentionOutcome, accuracy, mention_outcomes, nil_prf, scored_pairs
 from spacy_arbo.util import ArboError
 
@@ -70,10 +79,12 @@ class Linked(NamedTuple):
     seconds: float  # the linking
 
 
-def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_features: bool = False) -> Linked:
+def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_features: bool = False,
+           memory_from: Optional[Path] = None) -> Linked:
     """The pipeline's outcomes on the gold mentions of `corpus`, its KB less `remove` (as
     `kb remove` leaves it), with each link's confidence features where a calibration is to be fitted
-    (`with_features`)."""
+    (`with_features`), and a link memory of the linked mentions of `memory_from` (a draw's train,
+    whose held-out mentions are NIL: left out, as never seen)."""
     nlp = load_pipeline(pipeline)
     linker = pipeline_linker(nlp, pipeline)
     if remove:
@@ -82,6 +93,13 @@ def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_feature
                             "change; measure a pipeline with one KB.")
         linker.update_kb(remove=remove)
         follow_kb(nlp, linker.kb)
+    if memory_from is not None:
+        docs = read_docbin(memory_from, nlp.vocab)
+        for doc in docs:
+            doc.ents = [ent for ent in doc.ents if ent.kb_id_ != NIL]
+        memory = LinkMemory(nlp.vocab)
+        memory.add(docs)
+        memory.add_to(nlp)
     gold = read_gold_links(corpus, nlp)
     start = time.perf_counter()
     predicted = link_gold_mentions(nlp, gold)
@@ -252,29 +270,36 @@ def main() -> None:
     parser = draw_arguments(__doc__)
     parser.add_argument("--dev", nargs="+", default=[], metavar="NAME=DEV.spacy",
                         help="a labelled set apart from NAME's evaluation set, to decide NIL with")
+    parser.add_argument("--memory", nargs="+", default=[], metavar="NAME=TRAIN.spacy",
+                        help="a link memory of this training set, less each draw's held-out entities, in NAME's draws")
     args = parser.parse_args()
-    sets, devs = named_sets(parser, args.sets), named_sets(parser, args.dev)
-    if set(devs) - set(sets):
-        parser.error(f"--dev names no evaluation set: {', '.join(sorted(set(devs) - set(sets)))}")
+    sets, devs, trains = named_sets(parser, args.sets), named_sets(parser, args.dev), named_sets(parser, args.memory)
+    for option, named in (("--dev", devs), ("--memory", trains)):
+        if set(named) - set(sets):
+            parser.error(f"{option} names no evaluation set: {', '.join(sorted(set(named) - set(sets)))}")
 
     def run() -> None:
         kb = open_store(args.kb)
-        full = {name: linked(args.pipeline, Path(path), with_features=name in devs) for name, path in sets.items()}
+        full = {name: linked(args.pipeline, Path(path), with_features=name in devs,
+                             memory_from=Path(trains[name]) if name in trains else None) for name, path in sets.items()}
         draws: Dict[Tuple[str, int], Dict[str, Any]] = {}
         links: Dict[Tuple[str, int], Linked] = {}
         dev_links: Dict[Tuple[str, int], Linked] = {}
         for seed in args.seeds:
             for name, path in sets.items():
                 out = Path(args.work) / name / f"seed{seed}"
-                record = hold_out_kb(args.kb, path, out, share=args.share, seed=seed)
-                links[name, seed] = linked(args.pipeline, out / EVAL_FILE, record["held_out"], name in devs)
+                record = hold_out_kb(args.kb, path, out, trains.get(name), share=args.share, seed=seed)
+                memory = out / TRAIN_FILE if name in trains else None
+                links[name, seed] = linked(args.pipeline, out / EVAL_FILE, record["held_out"], name in devs, memory)
                 draws[name, seed] = {"held_out": len(record["held_out"]), "entities_mentioned":
                                      record["entities_mentioned"], "counts": record["eval_counts"],
                                      "link_seconds": round(links[name, seed].seconds, 1)}
                 if name in devs:
                     dev_out = Path(args.work) / name / f"dev_seed{seed}"
-                    dev_record = hold_out_kb(args.kb, devs[name], dev_out, share=args.share, seed=seed)
-                    dev_links[name, seed] = linked(args.pipeline, dev_out / EVAL_FILE, dev_record["held_out"], True)
+                    dev_record = hold_out_kb(args.kb, devs[name], dev_out, trains.get(name), share=args.share, seed=seed)
+                    dev_memory = dev_out / TRAIN_FILE if name in trains else None
+                    dev_links[name, seed] = linked(args.pipeline, dev_out / EVAL_FILE, dev_record["held_out"], True,
+                                                   dev_memory)
         rows = []
         for (name, seed), draw in draws.items():
             others = [o for other in sets if other != name for o in flat(links[other, seed].outcomes)]
@@ -283,7 +308,8 @@ def main() -> None:
             if (name, seed) in dev_links:
                 rows[-1].update(dev_figures(links[name, seed], full[name], dev_links[name, seed]))
         keys = SUMMARY_KEYS + (DEV_KEYS if devs else ())
-        result = {"pipeline": args.pipeline, "kb": args.kb, "sets": sets, "dev": devs, "share": args.share,
+        result = {"pipeline": args.pipeline, "kb": args.kb, "sets": sets, "dev": devs, "memory": trains,
+                  "share": args.share,
                   "seeds": args.seeds, "rows": rows,
                   "summary": {name: summary([r for r in rows if r["set"] == name], keys) for name in sets}}
         print_table(result)

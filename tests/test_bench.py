@@ -359,6 +359,22 @@ def test_out_of_kb_decides_nil_on_a_dev_sets_own_draw(tmp_path, toy_linker):
     assert refused.returncode == 2 and "--dev names no evaluation set: b" in refused.stderr
 
 
+def test_out_of_kb_gives_each_draw_a_link_memory_without_its_held_out_entities(tmp_path, toy_linker):
+    """A memory of the evaluation set itself: it links every in-KB mention as gold does, and none of
+    the held-out entities' mentions, which the draw's train holds as NIL and the memory never sees."""
+    result = run(BENCH / "out_of_kb.py", ["linker", "kb", "a=gold.spacy", "--memory", "a=gold.spacy", "--seeds", "0",
+                                          "--share", "0.5", "--work", "work", "--output", "out.json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads((tmp_path / "out.json").read_text())
+    (row,) = figures["rows"]
+    assert figures["memory"] == {"a": "gold.spacy"}
+    assert row["in_kb_strict_nil_off"] == row["in_kb_strict_full_kb"] == 1.0
+    assert row["held_out_links"]["n"] == row["n_nil_gold"] > 0  # linked to KB entities, not remembered as NIL
+    refused = run(BENCH / "out_of_kb.py", ["linker", "kb", "a=gold.spacy", "--memory", "c=gold.spacy", "--work", "w"],
+                  tmp_path)
+    assert refused.returncode == 2 and "--memory names no evaluation set: c" in refused.stderr
+
+
 def test_out_of_kb_places_a_link_in_the_kb_hierarchy():
     import importlib.util
 
