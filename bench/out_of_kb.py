@@ -41,7 +41,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
+from spacy.tokens import Doc
 from spacy.training import Example
+from spacy.vocab import Vocab
 
 from spacy_arbo.cli import load_pipeline, reporting_errors
 from spacy_arbo.confidence.calibration import Calibration, fit_calibration
@@ -80,11 +82,11 @@ class Linked(NamedTuple):
 
 
 def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_features: bool = False,
-           memory_from: Optional[Path] = None) -> Linked:
+           memory_from: Optional[Tuple[Path, Path]] = None) -> Linked:
     """The pipeline's outcomes on the gold mentions of `corpus`, its KB less `remove` (as
     `kb remove` leaves it), with each link's confidence features where a calibration is to be fitted
-    (`with_features`), and a link memory of the linked mentions of `memory_from` (a draw's train,
-    whose held-out mentions are NIL: left out, as never seen)."""
+    (`with_features`), and a link memory of `memory_from` (a draw's train and the train it was
+    drawn from: `unseen_held_out`)."""
     nlp = load_pipeline(pipeline)
     linker = pipeline_linker(nlp, pipeline)
     if remove:
@@ -94,11 +96,10 @@ def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_feature
         linker.update_kb(remove=remove)
         follow_kb(nlp, linker.kb)
     if memory_from is not None:
-        docs = read_docbin(memory_from, nlp.vocab)
-        for doc in docs:
-            doc.ents = [ent for ent in doc.ents if ent.kb_id_ != NIL]
+        if "link_memory" in nlp.pipe_names:
+            raise ArboError(f"{pipeline} has a link_memory already; --memory adds each draw's own.")
         memory = LinkMemory(nlp.vocab)
-        memory.add(docs)
+        memory.add(unseen_held_out(*memory_from, nlp.vocab))
         memory.add_to(nlp)
     gold = read_gold_links(corpus, nlp)
     start = time.perf_counter()
@@ -108,6 +109,16 @@ def linked(pipeline: str, corpus: Path, remove: Sequence[str] = (), with_feature
     return Linked([mention_outcomes([Example(p, g)]) for p, g in zip(predicted, gold)],
                   [features([span for span, _, _ in scored_pairs(p, g)]) if features else []
                    for p, g in zip(predicted, gold)], seconds)
+
+
+def unseen_held_out(draw_train: Path, train: Path, vocab: Vocab) -> List[Doc]:
+    """A draw's train as its link memory reads it: the mentions the draw turned NIL (of its held-out
+    entities) left out, never seen; the corpus's own NIL mentions kept, as `add-memory` keeps them."""
+    docs = read_docbin(draw_train, vocab)
+    for doc, source in zip(docs, read_docbin(train, vocab)):
+        was = {(ent.start, ent.end): ent.kb_id_ for ent in source.ents}
+        doc.ents = [ent for ent in doc.ents if ent.kb_id_ != NIL or was.get((ent.start, ent.end)) in ("", NIL)]
+    return docs
 
 
 def flat(outcomes: Outcomes) -> List[MentionOutcome]:
@@ -281,7 +292,8 @@ def main() -> None:
     def run() -> None:
         kb = open_store(args.kb)
         full = {name: linked(args.pipeline, Path(path), with_features=name in devs,
-                             memory_from=Path(trains[name]) if name in trains else None) for name, path in sets.items()}
+                             memory_from=(Path(trains[name]),) * 2 if name in trains else None)
+                for name, path in sets.items()}
         draws: Dict[Tuple[str, int], Dict[str, Any]] = {}
         links: Dict[Tuple[str, int], Linked] = {}
         dev_links: Dict[Tuple[str, int], Linked] = {}
@@ -289,7 +301,7 @@ def main() -> None:
             for name, path in sets.items():
                 out = Path(args.work) / name / f"seed{seed}"
                 record = hold_out_kb(args.kb, path, out, trains.get(name), share=args.share, seed=seed)
-                memory = out / TRAIN_FILE if name in trains else None
+                memory = (out / TRAIN_FILE, Path(trains[name])) if name in trains else None
                 links[name, seed] = linked(args.pipeline, out / EVAL_FILE, record["held_out"], name in devs, memory)
                 draws[name, seed] = {"held_out": len(record["held_out"]), "entities_mentioned":
                                      record["entities_mentioned"], "counts": record["eval_counts"],
@@ -297,7 +309,7 @@ def main() -> None:
                 if name in devs:
                     dev_out = Path(args.work) / name / f"dev_seed{seed}"
                     dev_record = hold_out_kb(args.kb, devs[name], dev_out, trains.get(name), share=args.share, seed=seed)
-                    dev_memory = dev_out / TRAIN_FILE if name in trains else None
+                    dev_memory = (dev_out / TRAIN_FILE, Path(trains[name])) if name in trains else None
                     dev_links[name, seed] = linked(args.pipeline, dev_out / EVAL_FILE, dev_record["held_out"], True,
                                                    dev_memory)
         rows = []

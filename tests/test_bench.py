@@ -370,6 +370,18 @@ def test_out_of_kb_gives_each_draw_a_link_memory_without_its_held_out_entities(t
     assert figures["memory"] == {"a": "gold.spacy"}
     assert row["in_kb_strict_nil_off"] == row["in_kb_strict_full_kb"] == 1.0
     assert row["held_out_links"]["n"] == row["n_nil_gold"] > 0  # linked to KB entities, not remembered as NIL
+    # Their held-out ids are not remembered either: the draw's memory never saw those mentions.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("out_of_kb", BENCH / "out_of_kb.py")
+    out_of_kb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(out_of_kb)
+    draw = tmp_path / "work" / "a" / "seed0"
+    held_out = json.loads((draw / "held_out.json").read_text())["held_out"]
+    links = out_of_kb.linked(str(tmp_path / "linker"), draw / "eval.spacy", held_out,
+                             memory_from=(draw / "train.spacy", tmp_path / "gold.spacy"))
+    predicted = {o.predicted for o in out_of_kb.flat(links.outcomes) if o.gold_is_nil}
+    assert predicted and not predicted & {*held_out, "NIL"}
     refused = run(BENCH / "out_of_kb.py", ["linker", "kb", "a=gold.spacy", "--memory", "c=gold.spacy", "--work", "w"],
                   tmp_path)
     assert refused.returncode == 2 and "--memory names no evaluation set: c" in refused.stderr

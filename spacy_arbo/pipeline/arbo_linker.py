@@ -5,7 +5,6 @@ the weights version that says which vectors are current, `MentionReader` says wh
 as, `EntityRetriever` turns entity texts into indexes and mentions into candidates, `link_decisions`
 turns candidates into links, `RetrieverTraining` makes batches and paces the re-mining of negatives.
 """
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -33,7 +32,6 @@ from ..training.mentions import TrainingMentions
 from ..training.objectives import Objective
 from ..training.retriever_training import RetrieverTraining
 from ..util import ArboError, PathLike
-from .common.composites import composite_parts
 from .common.configured_pipe import ConfiguredPipe
 from .common.gold_ents import with_gold_mentions
 from .common.links import install_extensions
@@ -41,7 +39,7 @@ from .common.mention_finders import NoMentionFinderWarning
 from .linker import linker_files
 from .linker.exact_names import ExactNames, known_links
 from .linker.induced_variants import InducedVariants
-from .linker.link_decisions import Link, cluster_links, nearest_links, split_composites, write_decision
+from .linker.link_decisions import Link, cluster_links, composite_mentions, nearest_links, split_composites, write_decision
 from .linker.linker_settings import DEFAULT_MODEL, LinkerSettings
 from .linker.mention_inputs import MentionReader
 
@@ -252,8 +250,7 @@ class ArboLinker(ConfiguredPipe):
                                                 self.read_mentions, self.exact_names)
         if linkable:
             spans = [located[i][1] for i in linkable]
-            parts = [composite_parts(s) if settings.composites != "whole" else [] for s in spans]
-            part_mentions = [replace(m, mention=text) for m, texts in zip(mentions, parts) for text in texts]
+            parts, part_mentions = composite_mentions(spans, mentions, settings.composites)
             if settings.linking == "independent":
                 ranked = self.candidates_for(mentions + part_mentions)
                 decided = nearest_links(ranked[:len(mentions)], settings.threshold)
@@ -269,10 +266,7 @@ class ArboLinker(ConfiguredPipe):
                 links[i] = link
         remaining = iter(links)
         per_doc = [[next(remaining) for _ in spans] for spans in spans_per_doc]
-        if settings.induced_variants:
-            for spans, doc_links in zip(spans_per_doc, per_doc):
-                self.induced_variants.relink(spans, doc_links)
-        return per_doc
+        return self.induced_variants.relinked(spans_per_doc, per_doc, self.nlp, self) if settings.induced_variants else per_doc
 
     def set_annotations(self, docs: Iterable[Doc], links_per_doc: List[List[Link]]) -> None:
         linked = []

@@ -3,17 +3,19 @@ mentions split into their parts, or clusters of mentions and entities (ArboEL A.
 
 Functions of candidates and vectors only, so each rule is tested without a pipeline.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Span
 
+from ...encoders.templates import MentionInput
 from ...kb.entities import NIL
 from ...kb.store import BaseEntityStore
 from ...linking.mention_graph import cluster_mentions
 from ...retrieval.candidates import Candidates
 from ...training.mentions import TrainingMentions
+from ..common.composites import composite_parts
 from ..common.links import best_above, kb_ents, write_link
 from ..link_memory import LinkMemory, remembered_candidates
 
@@ -45,6 +47,14 @@ def remembered_links(spans: Sequence[Span], memories: Sequence[LinkMemory]) -> L
 def nearest_links(ranked: Sequence[Candidates], threshold: Optional[float]) -> List[Link]:
     """Each mention links to its best candidate, NIL below `threshold`."""
     return [Link(c, best_above(c, threshold)) for c in ranked]
+
+
+def composite_mentions(spans: Sequence[Span], mentions: Sequence[MentionInput],
+                       mode: str) -> Tuple[List[List[str]], List[MentionInput]]:
+    """Each span's coordinated parts (none with `composites = "whole"`), and the parts as mentions
+    to retrieve candidates for, each read as its whole mention is."""
+    parts = [composite_parts(span) if mode != "whole" else [] for span in spans]
+    return parts, [replace(m, mention=text) for m, texts in zip(mentions, parts) for text in texts]
 
 
 def split_composites(links: List[Link], parts: List[List[str]], part_candidates: List[Candidates],
