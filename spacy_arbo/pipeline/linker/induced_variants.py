@@ -3,10 +3,11 @@ own entity of it so induced ("Dyskinesia, Drug-Induced") where the KB has one, w
 other mentions of that disease: MeSH keeps drug-induced diseases as entities of their own, and
 the name alone ("dyskinesias") reads as the general one wherever the doc repeats it.
 
-The inducer is read where the text writes "X-induced" (or "X induced") right before the mention or
-at its start, X not one of the few inducers that are no substance ("exercise-induced",
-"radiation-induced"), nor a verb or adverb ("was induced", "experimentally induced"). Nothing is linked to a variant the KB lacks, and a link
-memory after the linker still wins, as it does over KB names."""
+The inducer is read where the text writes "X-induced" (or "X induced") right before the mention
+or at its start, X not one of the few inducers that are no substance ("exercise-induced",
+"radiation-induced"), nor a verb or adverb ("was induced", "experimentally induced"). Nothing is
+linked to a variant the KB lacks, and a link memory after the linker still wins, as it does over
+KB names."""
 import re
 from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple

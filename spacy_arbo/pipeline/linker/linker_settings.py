@@ -14,7 +14,7 @@ from ...retrieval.retrieval_settings import RetrievalSettings
 from ...util import ArboError
 
 LINKINGS = ("independent", "clustering")
-# Settings that change no candidate's score (an induced variant takes its entity's score and place).
+# Settings that change no candidate's score (an induced variant swaps places with its entity, scores kept).
 UNSCORED = {"threshold", "kb_ents_threshold", "max_entities_per_mention", "labels", "labels_discard", "overwrite",
             "use_gold_ents", "refresh_every", "alias_pairs_per_batch", "batch_size", "use_gpu_index", "precision",
             "confidence", "induced_variants"}
