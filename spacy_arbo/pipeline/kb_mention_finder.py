@@ -10,8 +10,9 @@ Names are matched as token sequences, case-blind except for abbreviations (short
 capitals or more, where case is what separates "ALL" from "all"), with the spelling variants
 that separate a KB's name from the way a text writes it: plural and singular of the last word,
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
-parenthesised abbreviation left out. A short form that the text defines ("Wilson disease (WD)")
-is proposed wherever it occurs when its long form reads as a KB name; the KB's own abbreviations
+parenthesised abbreviation left out, "X deficiency" as the adjective "X-deficient". A short form
+that the text defines ("Wilson disease (WD)") is proposed wherever it occurs when its long form
+reads as a KB name; the KB's own abbreviations
 never where the doc defines them as something holding no KB name ("cyclophosphamide (CP)"), and
 with `short_forms = "defined"` (those in capitals) only where it defines them. A category word that ends
 hundreds of the KB's names ("disease", `name_categories`) is not proposed alone. A name inside a
@@ -48,6 +49,8 @@ MATCHERS_FILE = "matchers.msgpack"
 MAX_NAME_TOKENS = 12
 _PARENTHESES = re.compile(r"\s*\([^()]*\)")
 _HYPHEN = re.compile(r"\s*-\s*")
+# "X deficiency" as an adjective before its bearer: "G6PD-deficient patients", "C7 deficient sera".
+_DEFICIENCY = re.compile(r"^(\S.*?) deficiency$", re.IGNORECASE)
 # American -> British spellings of medical words, as the KBs spell the one and texts the other.
 _BRITISH = [(re.compile(pattern, re.IGNORECASE), british) for pattern, british in (
     (r"tumor", "tumour"), (r"(?<=[b-df-hj-np-tv-z])emi(?=as?\b|c\b)", "aemi"), (r"\bhem(?=[aoi])", "haem"),
@@ -96,7 +99,9 @@ def name_variants(name: str) -> Set[str]:
             written.add(" ".join(reversed(parts)))
     written |= {_HYPHEN.sub(" ", form) for form in written}
     written |= {british_spelling(form) for form in written}
-    return {variant for form in written if form for variant in last_word_forms(form)}
+    variants = {variant for form in written if form for variant in last_word_forms(form)}
+    return variants | {f"{found.group(1)}{joint}deficient" for form in written if (found := _DEFICIENCY.match(form))
+                       for joint in ("-", " ")}
 
 
 def normal_form(name: str) -> str:

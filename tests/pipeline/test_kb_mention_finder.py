@@ -36,6 +36,18 @@ def test_variants_cover_number_hyphens_spelling_and_inverted_names():
         name_variants("X-linked disorder") | name_variants("Hemolytic anemia") | name_variants("Liver Failure (LF)"))
     # A one-letter last word has no plural ("Hemophilia As" is no way to write it).
     assert name_variants("Hemophilia A") == {"Hemophilia A", "haemophilia A"}
+    assert {"G6PD-deficient", "G6PD deficient", "Complement C7-deficient"} <= (
+        name_variants("G6PD Deficiency") | name_variants("Deficiency, Complement C7"))
+    assert name_variants("Deficiency") == {"Deficiency", "Deficiencies"}  # no bearer, no adjective
+
+
+def test_finds_a_deficiency_written_as_an_adjective():
+    nlp = spacy.blank("en")
+    finder = nlp.add_pipe("kb_mention_finder", config={"mode": "replace"})
+    finder.set_names(["G6PD deficiency", "hemolytic anemia"])
+    doc = nlp("G6PD-deficient patients and G6PD deficient mice had hemolytic anemia; deficient diets did not.")
+    assert mentions(doc) == [("G6PD-deficient", "Disease"), ("G6PD deficient", "Disease"),
+                             ("hemolytic anemia", "Disease")]
 
 
 def test_finds_kb_names_as_written_in_text(toy_kb):
