@@ -10,7 +10,7 @@ Names are matched as token sequences, case-blind except for abbreviations (short
 capitals or more, where case is what separates "ALL" from "all"), with the spelling variants
 that separate a KB's name from the way a text writes it: plural and singular of the last word,
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
-parenthesised abbreviation left out, "X deficiency" as the adjective "X-deficient". A short form
+parenthesised abbreviation left out, a name as its adjective ("X-deficient", "hypertensive"). A short form
 that the text defines ("Wilson disease (WD)") is proposed wherever it occurs when its long form
 reads as a KB name; the KB's own abbreviations
 never where the doc defines them as something holding no KB name ("cyclophosphamide (CP)"), and
@@ -49,8 +49,12 @@ MATCHERS_FILE = "matchers.msgpack"
 MAX_NAME_TOKENS = 12
 _PARENTHESES = re.compile(r"\s*\([^()]*\)")
 _HYPHEN = re.compile(r"\s*-\s*")
-# "X deficiency" as an adjective before its bearer: "G6PD-deficient patients", "C7 deficient sera".
+# A name as the adjective a text writes before its bearer: "G6PD-deficient patients", "C7 deficient
+# sera", "hypertensive rats", "epileptic children". One-word names take only the suffixes whose
+# adjective names the condition itself ("ischemic", "myotonic" qualify other things as often).
 _DEFICIENCY = re.compile(r"^(\S.*?) deficiency$", re.IGNORECASE)
+_ONE_WORD_ADJECTIVES = ((re.compile(r"(?<=\w{4})sion$", re.IGNORECASE), "sive"),
+                        (re.compile(r"(?<=\w{3})psy$", re.IGNORECASE), "ptic"))
 # American -> British spellings of medical words, as the KBs spell the one and texts the other.
 _BRITISH = [(re.compile(pattern, re.IGNORECASE), british) for pattern, british in (
     (r"tumor", "tumour"), (r"(?<=[b-df-hj-np-tv-z])emi(?=as?\b|c\b)", "aemi"), (r"\bhem(?=[aoi])", "haem"),
@@ -100,8 +104,17 @@ def name_variants(name: str) -> Set[str]:
     written |= {_HYPHEN.sub(" ", form) for form in written}
     written |= {british_spelling(form) for form in written}
     variants = {variant for form in written if form for variant in last_word_forms(form)}
-    return variants | {f"{found.group(1)}{joint}deficient" for form in written if (found := _DEFICIENCY.match(form))
-                       for joint in ("-", " ")}
+    return variants | {adjective for variant in variants for adjective in adjectives(variant)}
+
+
+def adjectives(name: str) -> Set[str]:
+    """The adjectives a text writes for `name` before what has it (`_DEFICIENCY`, `_ONE_WORD_ADJECTIVES`)."""
+    found = _DEFICIENCY.match(name)
+    if found:
+        return {f"{found.group(1)}-deficient", f"{found.group(1)} deficient"}
+    if " " in name or not name.isalpha():
+        return set()
+    return {pattern.sub(suffix, name) for pattern, suffix in _ONE_WORD_ADJECTIVES if pattern.search(name)}
 
 
 def normal_form(name: str) -> str:

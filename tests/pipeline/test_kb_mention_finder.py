@@ -39,15 +39,20 @@ def test_variants_cover_number_hyphens_spelling_and_inverted_names():
     assert {"G6PD-deficient", "G6PD deficient", "Complement C7-deficient"} <= (
         name_variants("G6PD Deficiency") | name_variants("Deficiency, Complement C7"))
     assert name_variants("Deficiency") == {"Deficiency", "Deficiencies"}  # no bearer, no adjective
+    assert {"Hypertensive", "Convulsive", "Epileptic"} <= (
+        name_variants("Hypertension") | name_variants("Convulsions") | name_variants("Epilepsy"))
+    assert not {"Ischemic", "Visive", "high blood pressive"} & (
+        name_variants("Ischemia") | name_variants("Vision") | name_variants("high blood pression"))
 
 
-def test_finds_a_deficiency_written_as_an_adjective():
+def test_finds_a_name_written_as_its_adjective():
     nlp = spacy.blank("en")
     finder = nlp.add_pipe("kb_mention_finder", config={"mode": "replace"})
-    finder.set_names(["G6PD deficiency", "hemolytic anemia"])
-    doc = nlp("G6PD-deficient patients and G6PD deficient mice had hemolytic anemia; deficient diets did not.")
+    finder.set_names(["G6PD deficiency", "hemolytic anemia", "Hypertension"])
+    doc = nlp("G6PD-deficient patients and G6PD deficient mice had hemolytic anemia; deficient diets did not. "
+              "Hypertensive rats were hypertensive.")
     assert mentions(doc) == [("G6PD-deficient", "Disease"), ("G6PD deficient", "Disease"),
-                             ("hemolytic anemia", "Disease")]
+                             ("hemolytic anemia", "Disease"), ("Hypertensive", "Disease"), ("hypertensive", "Disease")]
 
 
 def test_finds_kb_names_as_written_in_text(toy_kb):
