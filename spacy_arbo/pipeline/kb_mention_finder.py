@@ -10,14 +10,14 @@ Names are matched as token sequences, case-blind except for abbreviations (short
 capitals or more, where case is what separates "ALL" from "all"), with the spelling variants
 that separate a KB's name from the way a text writes it: plural and singular of the last word,
 a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read forwards, a
-parenthesised abbreviation left out, a name as its adjective ("X-deficient", "hypertensive"). A short form
-that the text defines ("Wilson disease (WD)") is proposed wherever it occurs when its long form
-reads as a KB name; the KB's own abbreviations
-never where the doc defines them as something holding no KB name ("cyclophosphamide (CP)"), and
-with `short_forms = "defined"` (those in capitals) only where it defines them. A category word that ends
-hundreds of the KB's names ("disease", `name_categories`) is not proposed alone. A name inside a
-coordination of names ("breast and ovarian cancer") is proposed as the whole coordination
-(`coordinations`), which the linker splits.
+parenthesised abbreviation left out, a name as its adjective ("X-deficient", "hypertensive"). A
+short form that the text defines ("Wilson disease (WD)") is proposed wherever it occurs when its
+long form reads as a KB name; the KB's own abbreviations never where the doc defines them as
+something holding no KB name ("cyclophosphamide (CP)"), and with `short_forms = "defined"` (those
+in capitals) only where it defines them. A category word that ends hundreds of the KB's names
+("disease", `name_categories`) is not proposed alone. A name inside a coordination of names
+("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
+linker splits.
 """
 import re
 from pathlib import Path
