@@ -54,7 +54,7 @@ _HYPHEN = re.compile(r"\s*-\s*")
 # adjective names the condition itself ("ischemic", "myotonic" qualify other things as often).
 _DEFICIENCY = re.compile(r"^(\S.*?) deficiency$", re.IGNORECASE)
 _ONE_WORD_ADJECTIVES = ((re.compile(r"(?<=\w{4})sion$", re.IGNORECASE), "sive"),
-                        (re.compile(r"(?<=\w{3})psy$", re.IGNORECASE), "ptic"))
+                        (re.compile(r"(?<=\w{2})lepsy$", re.IGNORECASE), "leptic"))
 # American -> British spellings of medical words, as the KBs spell the one and texts the other.
 _BRITISH = [(re.compile(pattern, re.IGNORECASE), british) for pattern, british in (
     (r"tumor", "tumour"), (r"(?<=[b-df-hj-np-tv-z])emi(?=as?\b|c\b)", "aemi"), (r"\bhem(?=[aoi])", "haem"),

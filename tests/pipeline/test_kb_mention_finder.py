@@ -42,8 +42,9 @@ def test_variants_cover_number_hyphens_spelling_and_inverted_names():
     assert {"Hypertensive", "Convulsive", "Epileptic"} <= (
         name_variants("Hypertension") | name_variants("Convulsions") | name_variants("Epilepsy"))
     # Other endings, short words and names of several words keep their noun.
-    assert not {"Ischemic", "Visive", "Pulmonary Hypertensive"} & (
-        name_variants("Ischemia") | name_variants("Vision") | name_variants("Pulmonary Hypertension"))
+    assert not {"Ischemic", "Droptic", "Visive", "Pulmonary Hypertensive"} & (
+        name_variants("Ischemia") | name_variants("Dropsy") | name_variants("Vision")
+        | name_variants("Pulmonary Hypertension"))
 
 
 def test_finds_a_name_written_as_its_adjective():
