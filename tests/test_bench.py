@@ -3,6 +3,7 @@ measures, why, and the command that runs it; the ones that are cheap on syntheti
 end to end on tiny ones. Parametrized over the scripts found in bench/, so a new benchmark is
 covered without touching this file."""
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -39,6 +40,14 @@ def run(script: Path, args: List[str], cwd: Path) -> subprocess.CompletedProcess
     env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
     return subprocess.run([sys.executable, str(script), *args], cwd=cwd, capture_output=True, text=True,
                           env={**env, "PYTHONPATH": path}, timeout=300)
+
+
+def bench_module(name: str):
+    """bench/NAME.py imported, to call its functions (bench/ is no package)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def save_toy_linker(tmp_path: Path, kb_dir: Path, **settings):
@@ -115,15 +124,11 @@ def test_kb_scale_pipeline_links_with_both_stores(tmp_path):
 def test_gpu_bundle_encoder_comes_back_as_its_bf16_weights(tmp_path, tiny_bert_dir):
     """gpu_check's bundle carries an encoder as two byte planes of its bf16 weights: unpacked,
     every float weight is its bf16 rounding in fp32, the rest unchanged, and it loads."""
-    import importlib.util
-
     import torch
     from safetensors.torch import load_file
     from transformers import AutoModel
 
-    spec = importlib.util.spec_from_file_location("gpu_check", BENCH / "gpu_check.py")
-    gpu_check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_check)
+    gpu_check = bench_module("gpu_check")
     gpu_check.pack_encoder(tiny_bert_dir, tmp_path / "packed")
     gpu_check.unpack_encoder(tmp_path / "packed", tmp_path / "encoder")
     original, unpacked = load_file(tiny_bert_dir / "model.safetensors"), load_file(tmp_path / "encoder" / "model.safetensors")
@@ -371,11 +376,7 @@ def test_out_of_kb_gives_each_draw_a_link_memory_without_its_held_out_entities(t
     assert row["in_kb_strict_nil_off"] == row["in_kb_strict_full_kb"] == 1.0
     assert row["held_out_links"]["n"] == row["n_nil_gold"] > 0  # linked to KB entities, not remembered as NIL
     # Their held-out ids are not remembered either: the draw's memory never saw those mentions.
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("out_of_kb", BENCH / "out_of_kb.py")
-    out_of_kb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(out_of_kb)
+    out_of_kb = bench_module("out_of_kb")
     draw = tmp_path / "work" / "a" / "seed0"
     held_out = json.loads((draw / "held_out.json").read_text())["held_out"]
     links = out_of_kb.linked(str(tmp_path / "linker"), draw / "eval.spacy", held_out,
@@ -388,14 +389,10 @@ def test_out_of_kb_gives_each_draw_a_link_memory_without_its_held_out_entities(t
 
 
 def test_out_of_kb_places_a_link_in_the_kb_hierarchy():
-    import importlib.util
-
     from spacy_arbo.kb.entities import Entity
     from spacy_arbo.kb.store import EntityStore
 
-    spec = importlib.util.spec_from_file_location("out_of_kb", BENCH / "out_of_kb.py")
-    out_of_kb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(out_of_kb)
+    out_of_kb = bench_module("out_of_kb")
     kb = EntityStore([Entity("A", "a"), Entity("B", "b", parents=("A",)), Entity("C", "c", parents=("A",)),
                       Entity("D", "d", parents=("B",))])
     assert [out_of_kb.relation(kb, entity, linked) for entity, linked in (
