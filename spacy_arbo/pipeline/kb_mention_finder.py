@@ -17,7 +17,8 @@ something holding no KB name ("cyclophosphamide (CP)"), and with `short_forms = 
 in capitals) only where it defines them. A category word that ends hundreds of the KB's names
 ("disease", `name_categories`) is not proposed alone. A name inside a coordination of names
 ("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
-linker splits.
+linker splits, and a name after words that place a condition in one branch of the KB's hierarchy with
+them ("renal hamartomas", `branch_words`).
 """
 import re
 from pathlib import Path
@@ -36,6 +37,7 @@ from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
+from .common.branch_words import branch_words, grown_over
 from .common.coordinations import coordinated_spans
 from .common.kb_finder_settings import DEFAULT_LABEL, MODES, SHORT_FORMS
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
@@ -142,7 +144,8 @@ class KBMentionFinder(Pipe):
     `short_forms` "defined" (`SHORT_FORMS`), the KB's abbreviations only where the doc defines them."""
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
-                 make_doc: Callable[[str], Doc], nlp: Optional[Language] = None, short_forms: str = "all") -> None:
+                 make_doc: Callable[[str], Doc], nlp: Optional[Language] = None, short_forms: str = "all",
+                 branch_words: bool = True) -> None:
         """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are;
         `nlp`: the pipeline, whose KB the names must be of (`kb_versions`)."""
         check_choice("mode", mode, MODES)
@@ -151,7 +154,7 @@ class KBMentionFinder(Pipe):
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key,
-                                    "short_forms": short_forms}
+                                    "short_forms": short_forms, "branch_words": branch_words}
         self.names: List[str] = []
         self.nlp = nlp
         # The version of the KB the names are of (None: names given by hand, or saved before
@@ -161,6 +164,7 @@ class KBMentionFinder(Pipe):
         self._matchers: Dict[str, NameMatcher] = {}
         self._known: Set[str] = set()
         self._categories: Set[str] = set()
+        self._branch_words: Set[str] = set()
         self._long_forms: Optional[LongForms] = None
 
     @property
@@ -179,6 +183,7 @@ class KBMentionFinder(Pipe):
     def set_kb(self, kb: BaseEntityStore) -> None:
         """Match the names of `kb` from now on."""
         self.set_names([text for text, _ in kb.alias_pairs()])
+        self._branch_words = branch_words(kb, self._stop_words())
         self.kb_version = kb_version(kb)
 
     def follow_kb(self, kb: BaseEntityStore) -> Optional[str]:
@@ -192,6 +197,7 @@ class KBMentionFinder(Pipe):
     def set_names(self, names: Iterable[str]) -> None:
         """Match these names (and their variants) from now on; they are of no known KB."""
         self.kb_version = None
+        self._branch_words = set()
         self.names = sorted({" ".join(n.split()) for n in names if n and n.strip()})
         if not self.names:
             raise ArboError(f"{self.name}: the KB has no names to match.")
@@ -243,6 +249,8 @@ class KBMentionFinder(Pipe):
             found = [span for span in found if not is_short_form(span.text)]
         found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
         found += self._defined_short_forms(doc, long_forms)
+        if self.cfg["branch_words"]:
+            found = grown_over(found, self._branch_words)
         if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)
             doc.ents = proposals
@@ -289,6 +297,7 @@ class KBMentionFinder(Pipe):
 
     def _matcher_data(self) -> Dict[str, Any]:
         return {"known": sorted(self._known), "categories": sorted(self._categories),
+                "branch_words": sorted(self._branch_words),
                 **{attr: m.to_list() for attr, m in self._matchers.items()}}
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
@@ -333,6 +342,8 @@ class KBMentionFinder(Pipe):
             # Saved before categories were: read off the names.
             self._categories = set(matchers["categories"]) if "categories" in matchers else self._name_categories()
             self._matchers = {attr: NameMatcher(attr, matchers[attr]) for attr in ATTRS}
+            # Saved before branch words were: grows no mention.
+            self._branch_words = set(matchers.get("branch_words", ()))
         except (KeyError, TypeError) as err:
             raise ArboError(f"{matchers_origin}: {self.name}'s matchers are damaged (no {err}).") from None
         return self
@@ -352,13 +363,14 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
 
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
                   default_config={"label": DEFAULT_LABEL, "mode": "add", "min_chars": 3, "spans_key": "kb_mentions",
-                                  "short_forms": "all"})
+                                  "short_forms": "all", "branch_words": True})
 @config_checked
 def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_chars: Any,
-                           spans_key: str, short_forms: Any) -> KBMentionFinder:
+                           spans_key: str, short_forms: Any, branch_words: bool) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
-                           make_doc=nlp.make_doc, nlp=nlp, short_forms=short_forms)
+                           make_doc=nlp.make_doc, nlp=nlp, short_forms=short_forms,
+                           branch_words=branch_words)
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],
