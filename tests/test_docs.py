@@ -91,7 +91,7 @@ def test_table_rows_reads_names_and_escaped_pipes():
     ("multi_cross_reranker.md", "multi_cross_reranker", [f.name for f in dataclasses.fields(RerankerSettings)]),
     ("link_memory.md", "link_memory", ["min_count", "min_share", "fold_plurals"]),
     ("kb_mention_finder.md", "kb_mention_finder", ["label", "mode", "min_chars", "spans_key", "short_forms",
-                                                     "branch_words"]),
+                                                     "modifiers"]),
     ("mention_consistency.md", "mention_consistency", ["min_share", "short_forms"]),
     ("link_confidence.md", "link_confidence", ["threshold"]),
 ])

@@ -17,8 +17,9 @@ something holding no KB name ("cyclophosphamide (CP)"), and with `short_forms = 
 in capitals) only where it defines them. A category word that ends hundreds of the KB's names
 ("disease", `name_categories`) is not proposed alone. A name inside a coordination of names
 ("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
-linker splits, and a name after words that place a condition in one branch of the KB's hierarchy with
-them ("renal hamartomas", `branch_words`).
+linker splits. A name is proposed with the words before it that the corpora keep in a mention: where
+the condition lies in the KB's hierarchy and where it comes from ("renal hamartomas", "hereditary
+breast cancer": `mention_modifiers`).
 """
 import re
 from pathlib import Path
@@ -37,10 +38,11 @@ from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
-from .common.branch_words import branch_words, grown_over
+from .common.branch_words import branch_words
 from .common.coordinations import coordinated_spans
 from .common.kb_finder_settings import DEFAULT_LABEL, MODES, SHORT_FORMS
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
+from .common.mention_modifiers import ORIGIN_WORDS, grown_over
 from .common.name_categories import name_categories
 from .common.name_matcher import ATTRS, NameMatcher
 
@@ -145,7 +147,7 @@ class KBMentionFinder(Pipe):
 
     def __init__(self, vocab: Vocab, name: str, *, label: str, mode: str, min_chars: int, spans_key: str,
                  make_doc: Callable[[str], Doc], nlp: Optional[Language] = None, short_forms: str = "all",
-                 branch_words: bool = True) -> None:
+                 modifiers: bool = True) -> None:
         """`make_doc`: the pipeline's tokenizer, so that names are cut into tokens as texts are;
         `nlp`: the pipeline, whose KB the names must be of (`kb_versions`)."""
         check_choice("mode", mode, MODES)
@@ -154,7 +156,7 @@ class KBMentionFinder(Pipe):
         self.vocab = vocab
         self.name = name
         self.cfg: Dict[str, Any] = {"label": label, "mode": mode, "min_chars": min_chars, "spans_key": spans_key,
-                                    "short_forms": short_forms, "branch_words": branch_words}
+                                    "short_forms": short_forms, "modifiers": modifiers}
         self.names: List[str] = []
         self.nlp = nlp
         # The version of the KB the names are of (None: names given by hand, or saved before
@@ -249,8 +251,8 @@ class KBMentionFinder(Pipe):
             found = [span for span in found if not is_short_form(span.text)]
         found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
         found += self._defined_short_forms(doc, long_forms)
-        if self.cfg["branch_words"]:
-            found = grown_over(found, self._branch_words)
+        if self.cfg["modifiers"]:
+            found = grown_over(found, self._branch_words | ORIGIN_WORDS)
         if self.cfg["mode"] == "replace":
             proposals = filter_spans(found)
             doc.ents = proposals
@@ -363,14 +365,14 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
 
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
                   default_config={"label": DEFAULT_LABEL, "mode": "add", "min_chars": 3, "spans_key": "kb_mentions",
-                                  "short_forms": "all", "branch_words": True})
+                                  "short_forms": "all", "modifiers": True})
 @config_checked
 def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_chars: Any,
-                           spans_key: str, short_forms: Any, branch_words: bool) -> KBMentionFinder:
+                           spans_key: str, short_forms: Any, modifiers: bool) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
                            make_doc=nlp.make_doc, nlp=nlp, short_forms=short_forms,
-                           branch_words=branch_words)
+                           modifiers=modifiers)
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],

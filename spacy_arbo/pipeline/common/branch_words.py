@@ -5,9 +5,7 @@ first word of names whose entities fall, most of them, under one top-level branc
 system). A word spread over many branches ("acute", "familial", "severe") says how or when, not
 where, and is left out of the mention as often as not. A KB without a hierarchy has none."""
 from collections import Counter, defaultdict
-from typing import Dict, FrozenSet, Iterable, List, Set
-
-from spacy.tokens import Span
+from typing import Dict, FrozenSet, Set
 
 from ...kb.store import BaseEntityStore
 
@@ -58,14 +56,3 @@ def branch_words(kb: BaseEntityStore, stop_words: Set[str], min_entities: int = 
             words.add(word)
     return words
 
-
-def grown_over(spans: Iterable[Span], words: Set[str]) -> List[Span]:
-    """Each span with the words of `words` right before it taken in ("hamartomas" in "renal
-    hamartomas" -> "renal hamartomas")."""
-    grown = []
-    for span in spans:
-        start = span.start
-        while start > 0 and span.doc[start - 1].lower_ in words:
-            start -= 1
-        grown.append(span if start == span.start else Span(span.doc, start, span.end, label=span.label))
-    return grown

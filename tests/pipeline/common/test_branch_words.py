@@ -1,10 +1,9 @@
-"""Words that place a condition in one branch of the KB's hierarchy grow the names found after them."""
+"""Words that place a condition in one branch of the KB's hierarchy, and the finder's names grown over them."""
 import spacy
-from spacy.tokens import Span
 
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
-from spacy_arbo.pipeline.common.branch_words import branch_words, grown_over, top_branches
+from spacy_arbo.pipeline.common.branch_words import branch_words, top_branches
 
 
 def hierarchy_kb(extra=()):
@@ -42,14 +41,6 @@ def test_a_kb_without_a_hierarchy_or_with_a_cycle_gives_what_it_can():
     assert top_branches(cyclic) == {"A": frozenset(), "B": frozenset(), "C": frozenset()}
 
 
-def test_spans_grow_over_the_branch_words_before_them():
-    doc = spacy.blank("en")("Left renal hamartomas; acute hamartomas; renal")
-    spans = [Span(doc, 2, 3, label="Disease"), Span(doc, 5, 6, label="Disease"), Span(doc, 7, 8, label="Disease")]
-    grown = grown_over(spans, {"renal", "left"})
-    assert [(s.text, s.label_) for s in grown] == [("Left renal hamartomas", "Disease"), ("hamartomas", "Disease"),
-                                                   ("renal", "Disease")]
-
-
 def test_the_kb_finder_grows_its_names_over_branch_words_and_keeps_them_saved(tmp_path):
     import srsly
 
@@ -66,7 +57,7 @@ def test_the_kb_finder_grows_its_names_over_branch_words_and_keeps_them_saved(tm
     text = "Renal hamartomas, acute hamartomas and a renal disorder 3."
     nlp = finder_nlp()
     assert mentions(nlp) == ["Renal hamartomas", "hamartomas", "renal disorder 3"]
-    assert mentions(finder_nlp(branch_words=False)) == ["hamartomas", "hamartomas", "renal disorder 3"]
+    assert mentions(finder_nlp(modifiers=False)) == ["hamartomas", "hamartomas", "renal disorder 3"]
     nlp.to_disk(tmp_path / "saved")
     assert mentions(spacy.load(tmp_path / "saved")) == mentions(nlp)
     assert mentions(nlp.from_bytes(nlp.to_bytes())) == ["Renal hamartomas", "hamartomas", "renal disorder 3"]
@@ -76,6 +67,7 @@ def test_the_kb_finder_grows_its_names_over_branch_words_and_keeps_them_saved(tm
     del saved["branch_words"]
     srsly.write_msgpack(path, saved)
     assert mentions(spacy.load(tmp_path / "saved")) == ["hamartomas", "hamartomas", "renal disorder 3"]
-    # Names given by hand are of no KB, so no hierarchy.
+    # Names given by hand are of no KB, so no hierarchy; the words of a condition's origin still count.
     nlp.get_pipe("kb_mention_finder").set_names(["hamartomas"])
     assert mentions(nlp) == ["hamartomas", "hamartomas"]
+    assert [e.text for e in nlp("Familial hamartomas.").ents] == ["Familial hamartomas"]
