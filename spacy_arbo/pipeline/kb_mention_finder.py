@@ -13,8 +13,8 @@ a hyphen as a space, British spelling, MeSH's inverted "Anemia, Hemolytic" read 
 parenthesised abbreviation left out, a name as its adjective ("X-deficient", "hypertensive"). A
 short form that the text defines ("Wilson disease (WD)") is proposed wherever it occurs when its
 long form reads as a KB name; the KB's own abbreviations never where the doc defines them as
-something holding no KB name ("cyclophosphamide (CP)"), and with `short_forms = "defined"` (those
-in capitals) only where it defines them. A category word that ends hundreds of the KB's names
+something holding no KB name ("cyclophosphamide (CP)"), those ending in a digit (a gene symbol's
+form: "RB1") only where it defines them, and with `short_forms = "defined"` every one in capitals. A category word that ends hundreds of the KB's names
 ("disease", `name_categories`) is not proposed alone. A name inside a coordination of names
 ("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
 linker splits. A name is proposed with the words before it that the corpora keep in a mention: where
@@ -247,8 +247,7 @@ class KBMentionFinder(Pipe):
                  for matcher in self._matchers.values() for start, end in matcher(doc)
                  if end - start > 1 or doc[start].lower_ not in self._categories]
         found = [span for span in found if self._names_what_the_doc_means(span, long_forms)]
-        if self.cfg["short_forms"] == "defined":  # the defined ones are added below
-            found = [span for span in found if not is_short_form(span.text)]
+        found = [span for span in found if not self._only_where_defined(span.text)]  # those are added below
         found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
         found += self._defined_short_forms(doc, long_forms)
         if self.cfg["modifiers"]:
@@ -262,6 +261,12 @@ class KBMentionFinder(Pipe):
             doc.ents = sorted([*doc.ents, *proposals], key=lambda span: span.start)
         doc.spans[self.cfg["spans_key"]] = proposals
         return doc
+
+    def _only_where_defined(self, text: str) -> bool:
+        """An abbreviation proposed only where the doc defines it: with `short_forms` "defined" every
+        one, otherwise those ending in a digit, the form of gene symbols ("RB1", "WT1"), which
+        texts write for the gene far more often than for a disease named after it."""
+        return is_short_form(text) and (self.cfg["short_forms"] == "defined" or text[-1].isdigit())
 
     def _doc_long_forms(self, doc: Doc) -> Dict[Tuple[int, int], str]:
         """(start_char, end_char) of each short form the doc defines -> its long form."""

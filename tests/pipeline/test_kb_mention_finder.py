@@ -232,6 +232,19 @@ def test_an_abbreviation_the_doc_defines_as_something_else_is_not_proposed(toy_k
     assert [is_short_form(text) for text in ("DM", "NF1", "SCA-1", "DiGeorge", "HbA1c")] == [True, True, True, False, False]
 
 
+def test_an_abbreviation_ending_in_a_digit_is_proposed_only_where_defined():
+    """"RB1" and "WT1" name genes far more often than the diseases a KB lists them for."""
+    from spacy_arbo.kb.entities import Entity
+    from spacy_arbo.kb.store import EntityStore
+
+    kb = EntityStore([Entity("D1", "Retinoblastoma", ("RB1",)), Entity("D2", "Spinocerebellar Ataxia 3", ("SCA3",)),
+                      Entity("D3", "Myotonic Dystrophy", ("DM",))], source="toy")
+    nlp = finder_nlp(kb, mode="replace")
+    assert [e.text for e in nlp("Mutations of RB1 in DM and SCA3.").ents] == ["DM"]
+    assert [e.text for e in nlp("Spinocerebellar ataxia 3 (SCA3) is rare; SCA3 and RB1.").ents] == [
+        "Spinocerebellar ataxia 3", "SCA3", "SCA3"]
+
+
 def test_a_long_form_that_is_a_name_but_its_category_word_defines_a_short_form(monkeypatch):
     """"von Hippel-Lindau (VHL)" defines VHL as von Hippel-Lindau disease."""
     from spacy_arbo.kb.entities import Entity
