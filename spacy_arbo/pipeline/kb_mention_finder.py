@@ -17,9 +17,9 @@ something holding no KB name ("cyclophosphamide (CP)"), those ending in a digit 
 form: "RB1") only where it defines them, and with `short_forms = "defined"` every one in capitals. A category word that ends hundreds of the KB's names
 ("disease", `name_categories`) is not proposed alone. A name inside a coordination of names
 ("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
-linker splits. A name is proposed with the words before it that the corpora keep in a mention: where
-the condition lies in the KB's hierarchy and where it comes from ("renal hamartomas", "hereditary
-breast cancer": `mention_modifiers`).
+linker splits. A name is proposed with the words around it that the corpora keep in a mention: where
+the condition lies in the KB's hierarchy, where it comes from, which subtype it is ("renal hamartomas",
+"hereditary breast cancer", "SJS type 2": `mention_modifiers`).
 """
 import re
 from pathlib import Path

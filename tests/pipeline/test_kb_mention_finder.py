@@ -217,7 +217,7 @@ def test_an_abbreviation_the_doc_defines_as_something_else_is_not_proposed(toy_k
     nlp = finder_nlp(toy_kb, mode="replace")
     assert [e.text for e in nlp("Dimethyl malonate (DM) was given; DM levels rose.").ents] == []
     # A long form with a KB name in it keeps the alias; one that reads as a name proposes it everywhere.
-    assert [e.text for e in nlp("Type 2 diabetes (DM) is common; DM rises.").ents] == ["diabetes", "DM", "DM"]
+    assert [e.text for e in nlp("Type 2 diabetes (DM) is common; DM rises.").ents] == ["Type 2 diabetes", "DM", "DM"]
     assert [e.text for e in nlp("Diabetes mellitus (DM) is common; DM rises.").ents] == [
         "Diabetes mellitus", "DM", "DM"]
     # Undefined, as clinical notes write it: proposed, unless short_forms is "defined".

@@ -19,3 +19,13 @@ def test_origin_words_are_taken_in_and_words_of_time_or_degree_are_not():
              Span(doc, 11, 12, label="D")]
     assert [s.text for s in grown_over(spans, ORIGIN_WORDS)] == ["Hereditary breast cancer", "sporadic tumours",
                                                                  "cystitis", "anemia"]
+
+
+def test_a_subtype_before_or_after_a_name_is_taken_in():
+    doc = spacy.blank("en")("Type IID von Willebrand disease, SJS type 2, cancer type, this type of cancer.")
+    spans = [Span(doc, 2, 5, label="D"), Span(doc, 6, 7, label="D"), Span(doc, 10, 11, label="D"),
+             Span(doc, 16, 17, label="D")]
+    assert [(s.text, s.label_) for s in grown_over(spans, set())] == [
+        ("Type IID von Willebrand disease", "D"), ("SJS type 2", "D"), ("cancer", "D"), ("cancer", "D")]
+    doc = spacy.blank("en")("familial type II hyperlipidemia")
+    assert [s.text for s in grown_over([Span(doc, 3, 4)], ORIGIN_WORDS)] == ["familial type II hyperlipidemia"]
