@@ -19,7 +19,8 @@ form: "RB1") only where it defines them, and with `short_forms = "defined"` ever
 ("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
 linker splits. A name is proposed with the words around it that the corpora keep in a mention: where
 the condition lies in the KB's hierarchy, where it comes from, which subtype it is ("renal hamartomas",
-"hereditary breast cancer", "SJS type 2": `mention_modifiers`).
+"hereditary breast cancer", "SJS type 2": `mention_modifiers`). Words that end as some of the KB's
+condition names do ("nephrotoxicity", `condition_endings`) are proposed though the KB lacks them.
 """
 import re
 from pathlib import Path
@@ -39,6 +40,7 @@ from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
 from .common.branch_words import branch_words
+from .common.condition_endings import ending_spans, kb_endings
 from .common.coordinations import coordinated_spans
 from .common.kb_finder_settings import DEFAULT_LABEL, MODES, SHORT_FORMS
 from .common.kb_versions import check_kb_version, kb_version, read_version, write_version
@@ -167,6 +169,7 @@ class KBMentionFinder(Pipe):
         self._known: Set[str] = set()
         self._categories: Set[str] = set()
         self._branch_words: Set[str] = set()
+        self._endings: Tuple[str, ...] = ()
         self._long_forms: Optional[LongForms] = None
 
     @property
@@ -216,6 +219,7 @@ class KBMentionFinder(Pipe):
                 by_case["ORTH" if exact else "LOWER"].add(variant)
         self._known = {normal_form(v) for variants in by_case.values() for v in variants}
         self._categories = self._name_categories()
+        self._endings = kb_endings(self.names)
         self._matchers = {attr: NameMatcher.from_docs(attr, (doc for doc in map(self._make_doc, sorted(variants))
                                                              if 0 < len(doc) <= MAX_NAME_TOKENS))
                           for attr, variants in by_case.items()}
@@ -250,6 +254,7 @@ class KBMentionFinder(Pipe):
         found = [span for span in found if not self._only_where_defined(span.text)]  # those are added below
         found += coordinated_spans(found, lambda text: normal_form(text) in self._known)
         found += self._defined_short_forms(doc, long_forms)
+        found += ending_spans(doc, self._endings, self.cfg["label"])
         if self.cfg["modifiers"]:
             found = grown_over(found, self._branch_words | ORIGIN_WORDS)
         if self.cfg["mode"] == "replace":
@@ -351,6 +356,7 @@ class KBMentionFinder(Pipe):
             self._matchers = {attr: NameMatcher(attr, matchers[attr]) for attr in ATTRS}
             # Saved before branch words were: grows no mention.
             self._branch_words = set(matchers.get("branch_words", ()))
+            self._endings = kb_endings(names)
         except (KeyError, TypeError) as err:
             raise ArboError(f"{matchers_origin}: {self.name}'s matchers are damaged (no {err}).") from None
         return self
