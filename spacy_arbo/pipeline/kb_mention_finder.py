@@ -4,7 +4,8 @@ It is what a user with a KB and no annotated corpus has for a recognizer, and be
 recognizer it proposes the mentions of types that the recognizer never saw. It proposes; the
 linker decides: `kb_mention_filter`, placed after the linking components, removes the
 proposals that were linked to NIL (below the linker's threshold), so a span that merely
-spells a KB name in passing is dropped by the linker's score, not kept by the matcher's.
+spells a KB name in passing is dropped by the linker's score, not kept by the matcher's, and the
+abbreviations that nothing else in the doc backs (`backed_short_forms`).
 
 Names are matched as token sequences, case-blind except for abbreviations (short names with two
 capitals or more, where case is what separates "ALL" from "all"), with the spelling variants
@@ -39,6 +40,7 @@ from ..kb.entities import NIL
 from ..kb.store import BaseEntityStore
 from ..util import ArboError, atomic_path, read_json, read_msgpack
 from .common.abbreviations import LongForms, short_form_spans
+from .common.backed_short_forms import unbacked_short_forms
 from .common.branch_words import branch_words
 from .common.condition_endings import ending_spans, kb_endings
 from .common.coordinations import coordinated_spans
@@ -374,6 +376,22 @@ def drop_unlinked_proposals(doc: Doc, spans_key: str) -> Doc:
     return doc
 
 
+def drop_unbacked_short_forms(doc: Doc, spans_key: str, long_forms: LongForms) -> Doc:
+    """Remove from `doc.ents` the proposals of `doc.spans[spans_key]` that are abbreviations the doc
+    neither defines nor names the entity of otherwise (`backed_short_forms`)."""
+    if spans_key not in doc.spans:
+        return doc
+    short_forms = [span for span in doc.spans[spans_key] if is_short_form(span.text)]
+    if not short_forms:
+        return doc
+    ents = {(ent.start, ent.end): ent for ent in doc.ents}
+    unbacked = unbacked_short_forms([ents[s.start, s.end] for s in short_forms if (s.start, s.end) in ents],
+                                    [ent for ent in doc.ents if not is_short_form(ent.text)], set(long_forms(doc)))
+    doc.ents = [ent for ent in doc.ents if (ent.start, ent.end) not in unbacked]
+    doc.spans[spans_key] = [span for span in doc.spans[spans_key] if (span.start, span.end) not in unbacked]
+    return doc
+
+
 @Language.factory("kb_mention_finder", assigns=["doc.ents", "doc.spans"],
                   default_config={"label": DEFAULT_LABEL, "mode": "add", "min_chars": 3, "spans_key": "kb_mentions",
                                   "short_forms": "all", "modifiers": True})
@@ -387,11 +405,15 @@ def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],
-                  default_config={"spans_key": "kb_mentions"})
-def make_kb_mention_filter(nlp: Language, name: str, spans_key: str) -> Callable[[Doc], Doc]:
+                  default_config={"spans_key": "kb_mentions", "backed_short_forms": True})
+def make_kb_mention_filter(nlp: Language, name: str, spans_key: str, backed_short_forms: bool) -> Callable[[Doc], Doc]:
     """Put after the linking components (link memory included): it drops the KB finder's
-    proposals that were linked to NIL."""
+    proposals that were linked to NIL, and with `backed_short_forms` its abbreviations that the
+    doc neither defines nor backs with a mention written out of the same entity."""
+    long_forms = LongForms(nlp.vocab)
+
     def kb_mention_filter(doc: Doc) -> Doc:
-        return drop_unlinked_proposals(doc, spans_key)
+        doc = drop_unlinked_proposals(doc, spans_key)
+        return drop_unbacked_short_forms(doc, spans_key, long_forms) if backed_short_forms else doc
 
     return kb_mention_filter
