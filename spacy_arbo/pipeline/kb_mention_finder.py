@@ -15,8 +15,9 @@ parenthesised abbreviation left out, a name as its adjective ("X-deficient", "hy
 short form that the text defines ("Wilson disease (WD)") is proposed wherever it occurs when its
 long form reads as a KB name; the KB's own abbreviations never where the doc defines them as
 something holding no KB name ("cyclophosphamide (CP)"), those ending in a digit (a gene symbol's
-form: "RB1") only where it defines them, and with `short_forms = "defined"` every one in capitals. A category word that ends hundreds of the KB's names
-("disease", `name_categories`) is not proposed alone. A name inside a coordination of names
+form: "RB1") only where it defines them, and with `short_forms = "defined"` every one in capitals.
+A category word that ends hundreds of the KB's names ("disease", `name_categories`) is not
+proposed alone. A name inside a coordination of names
 ("breast and ovarian cancer") is proposed as the whole coordination (`coordinations`), which the
 linker splits. A name is proposed with the words around it that the corpora keep in a mention: where
 the condition lies in the KB's hierarchy, where it comes from, which subtype it is ("renal hamartomas",
@@ -356,7 +357,7 @@ class KBMentionFinder(Pipe):
             # Saved before categories were: read off the names.
             self._categories = set(matchers["categories"]) if "categories" in matchers else self._name_categories()
             self._matchers = {attr: NameMatcher(attr, matchers[attr]) for attr in ATTRS}
-            # Saved before branch words were: grows no mention.
+            # Saved before branch words were: none (words of origin and subtypes still grow its names).
             self._branch_words = set(matchers.get("branch_words", ()))
             self._endings = kb_endings(names)
         except (KeyError, TypeError) as err:
@@ -400,8 +401,7 @@ def make_kb_mention_finder(nlp: Language, name: str, label: str, mode: Any, min_
                            spans_key: str, short_forms: Any, modifiers: bool) -> KBMentionFinder:
     check_choice("mode", mode, MODES)
     return KBMentionFinder(nlp.vocab, name, label=label, mode=mode, min_chars=min_chars, spans_key=spans_key,
-                           make_doc=nlp.make_doc, nlp=nlp, short_forms=short_forms,
-                           modifiers=modifiers)
+                           make_doc=nlp.make_doc, nlp=nlp, short_forms=short_forms, modifiers=modifiers)
 
 
 @Language.factory("kb_mention_filter", requires=["doc.ents"], assigns=["doc.ents"],

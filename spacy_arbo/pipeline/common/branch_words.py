@@ -55,4 +55,3 @@ def branch_words(kb: BaseEntityStore, stop_words: Set[str], min_entities: int = 
         if counts and counts.most_common(1)[0][1] >= min_share * len(ids):
             words.add(word)
     return words
-
