@@ -5,7 +5,8 @@ Concepts are random unit centres in the MiniLM's 384 dimensions; the KB holds an
 the first --entities (a random tree over them gives parents), and --unseen more concepts have no
 entity. Every mention is NIL (what `link` left NIL), drawn around its concept: those of KB concepts
 should reach their entity, those of unseen ones come out as proposals. Each size runs the product's
-path: the nearest KB entities (FAISS), the k-nearest-neighbour graph over the mentions (exact FAISS
+path: the nearest KB entities (FAISS), the mentions joined by their texts (`same_entity_pairs`:
+each concept's mentions are written alike here), the k-nearest-neighbour graph over the mentions (exact FAISS
 search), the partition, the proposals with their parents, the JSONL and the HTML page; times per
 stage, the process's peak resident memory, and ARI of the unseen concepts' mentions. Beside the
 largest size, the kNN graph that discovery builds by exact search is built again with an HNSW index
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from spacy_arbo.discovery import NilMention, propose_entities, write_proposal_page, write_proposals
+from spacy_arbo.discovery.corpus_discovery import same_entity_pairs
 from spacy_arbo.kb.entities import Entity
 from spacy_arbo.kb.store import EntityStore
 from spacy_arbo.linking.clustering import adjusted_rand_index
@@ -69,8 +71,11 @@ def run(n: int, args: argparse.Namespace, rng: np.random.Generator) -> dict:
     nearest = (rows, scores)
     times["nearest_entities_s"] = time.perf_counter() - start
     start = time.perf_counter()
+    pairs = same_entity_pairs(mentions, kb)
+    times["same_entity_pairs_s"] = time.perf_counter() - start
+    start = time.perf_counter()
     found = propose_entities(mentions, vectors, kb, nearest, min_similarity=args.min_similarity,
-                             knn_mentions=args.k, min_size=2)
+                             knn_mentions=args.k, min_size=2, same_entity=pairs)
     times["cluster_and_propose_s"] = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()

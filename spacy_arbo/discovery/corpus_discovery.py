@@ -3,18 +3,26 @@ mentions `link` wrote, encoded by the linker of their label and clustered across
 corpus with that linker's KB entities (`propose_entities`)."""
 import sys
 from functools import reduce
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
 
 from ..annotation.records import Record
+from ..kb.store import BaseEntityStore
 from ..pipeline.arbo_linker import arbo_linkers
 from ..util import ArboError
-from .nil_mentions import nil_mentions
+from .interchangeable_words import interchangeable_pairs, interchangeable_words
+from .nil_mentions import NilMention, nil_mentions
 from .proposals import (
     DEFAULT_MIN_ENTITY_SIMILARITY, DEFAULT_MIN_SIMILARITY, NEAREST, Discovery, next_new_number, propose_entities,
 )
 from .short_forms import defined_short_forms
+
+
+def same_entity_pairs(mentions: Sequence[NilMention], kb: BaseEntityStore) -> List[Tuple[int, int]]:
+    """The mentions discovery joins whatever their vectors say: short forms and the long forms their
+    text defines them by, and texts written alike or alike but for words the KB interchanges."""
+    return defined_short_forms(mentions) + interchangeable_pairs(mentions, interchangeable_words(kb))
 
 
 def discover_corpus(
@@ -46,7 +54,7 @@ def discover_corpus(
                                       min_entity_similarity=min_entity_similarity,
                                       knn_mentions=linker.settings.knn_mentions, min_size=min_size,
                                       id_prefix=id_prefix, first_number=number,
-                                      same_entity=defined_short_forms(mentions)))
+                                      same_entity=same_entity_pairs(mentions, retriever.kb)))
         number += len(found[-1].proposals)
     discovery = reduce(Discovery.merged, found)
     discovery.unlinked_labels = read.unlinked_labels
