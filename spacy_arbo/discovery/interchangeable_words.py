@@ -4,14 +4,14 @@ alone: the encoder leaves "tumor" and "cancer" apart, while the KB names one ent
 hundreds of times. Mentions written alike are joined too: the k nearest neighbours of a
 mention written often are its own copies in other contexts, and two groups of them may never meet.
 
-A pair of words is interchangeable when names of one entity differ in it alone for
-`MIN_ENTITIES` entities or more, and names of two different entities seldom do (`MIN_SHARE` of
-the names that differ in it alone belong to one entity): "benign" and "malignant" tumours are
-different entities, "dominant" and "recessive" ataxias too. A KB with no synonyms has none."""
+A pair of words is interchangeable when two names of one entity differ in it alone
+`MIN_ENTITIES` times or more, and names of two different entities seldom do (`MIN_SHARE` of
+the names that differ in it alone belong to one entity): "dominant" and "recessive" ataxias are
+different entities, "primary" and "secondary" ones too. A KB with no synonyms has none."""
 import re
 from collections import defaultdict
 from itertools import combinations
-from typing import Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
+from typing import Collection, Dict, FrozenSet, Iterable, List, Sequence, Set, Tuple
 
 from ..kb.store import BaseEntityStore
 from .nil_mentions import NilMention
@@ -54,12 +54,13 @@ def interchangeable_words(kb: BaseEntityStore) -> Set[Pair]:
             if n >= MIN_ENTITIES and n / (n + across.get(pair, 0)) >= MIN_SHARE}
 
 
-def interchangeable_pairs(mentions: Sequence[NilMention], pairs: Iterable[Pair]) -> List[Tuple[int, int]]:
+def interchangeable_pairs(mentions: Sequence[NilMention], pairs: Iterable[Pair],
+                          apart: Collection[str] = ()) -> List[Tuple[int, int]]:
     """(i, j) indexes of mentions of one label written alike (the same words, case aside) or
     differing by one interchangeable word alone ("breast tumours", "breast cancer"): each mention
     paired with the one before it written alike (a chain, so that no mention has more than two
     such pairs however often its text is written), and the first mentions of two texts that differ
-    so."""
+    so. The texts in `apart` (short forms of two meanings) are never joined for being written alike."""
     substitutes: Dict[str, Set[str]] = defaultdict(set)
     for pair in pairs:
         one, other = sorted(pair)
@@ -70,7 +71,7 @@ def interchangeable_pairs(mentions: Sequence[NilMention], pairs: Iterable[Pair])
     found = set()
     for index, mention in enumerate(mentions):
         key = (mention.label, name_words(mention.text))
-        if key in last:
+        if key in last and mention.text not in apart:
             found.add((last[key], index))
         first.setdefault(key, index)
         last[key] = index

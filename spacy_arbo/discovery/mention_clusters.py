@@ -35,8 +35,8 @@ def cluster_mentions(
     """Partition the mentions of `vectors` (unit rows) with their nearest entities (rows, -1 for
     none; leave both out to cluster mentions alone, every cluster a new entity). An entity edge is
     kept when its similarity reaches both cuts (`min_entity_similarity` None: `min_similarity`);
-    `same_entity`: pairs of mentions the text says are one (`defined_short_forms`), joined whatever
-    their vectors say."""
+    `same_entity`: pairs of mentions the text says are one (`corpus_discovery.same_entity_pairs`),
+    joined whatever their vectors say."""
     if vectors.ndim != 2:
         raise ArboError(f"Mention vectors must be a matrix (mentions x dimensions); got shape {vectors.shape}.")
     if entity_rows is not None and len(entity_rows) != len(vectors):

@@ -121,7 +121,7 @@ def propose_entities(
     similarities, (n, k) best first, as `EntityRetriever.nearest_entity_scores` gives), and propose
     every cluster of `min_size` mentions or more that reaches no entity (`cluster_mentions`), the
     largest first, numbered from `first_number` (default: after the KB's own `id_prefix` ids);
-    `same_entity`: pairs of mentions known to be one entity (`defined_short_forms`)."""
+    `same_entity`: pairs of mentions known to be one entity (`corpus_discovery.same_entity_pairs`)."""
     if len(mentions) != len(vectors):
         raise ArboError(f"{len(mentions)} mentions but {len(vectors)} vectors: one vector each is needed.")
     rows, similarities = nearest

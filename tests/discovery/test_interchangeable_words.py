@@ -3,6 +3,7 @@ from dataclasses import replace
 
 from spacy_arbo.annotation.records import Record
 from spacy_arbo.discovery import discover_corpus
+from spacy_arbo.discovery.corpus_discovery import same_entity_pairs
 from spacy_arbo.discovery.interchangeable_words import (
     MIN_ENTITIES, interchangeable_pairs, interchangeable_words, name_words,
 )
@@ -50,6 +51,7 @@ def test_mentions_that_differ_by_an_interchangeable_word_or_not_at_all_are_paire
     mentions = _mentions("lung tumour", "Lung cancer", "lung tumour", "lung carcinoma", "skin cancer", "tumour")
     assert interchangeable_pairs(mentions, words) == [(0, 1), (0, 2)]
     assert interchangeable_pairs(_mentions("tumour", "tumour", "tumour"), words) == [(0, 1), (1, 2)]  # a chain
+    assert interchangeable_pairs(_mentions("DM", "DM", "tumour", "tumour"), words, apart={"DM"}) == [(2, 3)]
     assert interchangeable_pairs([mentions[0], replace(mentions[1], label="Chemical")], words) == []
 
 
@@ -67,3 +69,13 @@ def test_discovery_joins_mentions_the_kb_names_alike(tmp_path):
         found[n_organs] = sorted(sorted(m.text for m in p.mentions) for p in result.proposals)
     assert found[MIN_ENTITIES] == [["cancer", "cancer", "tumour", "tumour"]]
     assert found[MIN_ENTITIES - 1] == [["cancer", "cancer"], ["tumour", "tumour"]]
+
+
+def test_a_short_form_defined_as_two_things_is_not_joined_for_being_written_alike():
+    one = Record("1", "myotonic dystrophy (DM); DM", "doc 1")
+    two = Record("2", "diabetes mellitus (DM); DM", "doc 2")
+    mentions = [_nil_mention(record, {"start": start, "end": end, "label": "Disease"})
+                for record, spans in ((one, [(0, 18), (20, 22), (25, 27)]), (two, [(0, 17), (19, 21), (24, 26)]))
+                for start, end in spans]
+    assert same_entity_pairs(mentions, _kb()) == []
+    assert same_entity_pairs(mentions[:3], _kb()) == [(0, 1), (1, 2)]  # one meaning: defined, and written alike
