@@ -5,7 +5,7 @@ hundreds of times. Mentions written alike are joined too: the k nearest neighbou
 mention written often are its own copies in other contexts, and two groups of them may never meet.
 
 A pair of words is interchangeable when two names of one entity differ in it alone
-`MIN_ENTITIES` times or more, and names of two different entities seldom do (`MIN_SHARE` of
+`MIN_NAME_PAIRS` times or more, and names of two different entities seldom do (`MIN_SHARE` of
 the names that differ in it alone belong to one entity): "dominant" and "recessive" ataxias are
 different entities, "primary" and "secondary" ones too. A KB with no synonyms has none."""
 import re
@@ -16,7 +16,7 @@ from typing import Collection, Dict, FrozenSet, Iterable, List, Sequence, Set, T
 from ..kb.store import BaseEntityStore
 from .nil_mentions import NilMention
 
-MIN_ENTITIES = 10
+MIN_NAME_PAIRS = 10
 MIN_SHARE = 0.9
 # Shorter words are numbers, Roman numerals, subtypes ("type I", "type II"): never interchangeable.
 MIN_CHARS = 4
@@ -51,7 +51,7 @@ def interchangeable_words(kb: BaseEntityStore) -> Set[Pair]:
             else:
                 across[pair] += 1
     return {pair for pair, n in within.items()
-            if n >= MIN_ENTITIES and n / (n + across.get(pair, 0)) >= MIN_SHARE}
+            if n >= MIN_NAME_PAIRS and n / (n + across.get(pair, 0)) >= MIN_SHARE}
 
 
 def interchangeable_pairs(mentions: Sequence[NilMention], pairs: Iterable[Pair],

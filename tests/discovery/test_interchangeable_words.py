@@ -5,7 +5,7 @@ from spacy_arbo.annotation.records import Record
 from spacy_arbo.discovery import discover_corpus
 from spacy_arbo.discovery.corpus_discovery import same_entity_pairs
 from spacy_arbo.discovery.interchangeable_words import (
-    MIN_ENTITIES, interchangeable_pairs, interchangeable_words, name_words,
+    MIN_NAME_PAIRS, interchangeable_pairs, interchangeable_words, name_words,
 )
 from spacy_arbo.discovery.nil_mentions import _nil_mention
 from spacy_arbo.kb.entities import Entity
@@ -16,7 +16,7 @@ from ..util import make_nlp
 ORGANS = ("Breast", "Lung", "Colon", "Skin", "Bone", "Liver", "Brain", "Kidney", "Ovarian", "Gastric", "Thyroid")
 
 
-def _kb(n_organs=MIN_ENTITIES):
+def _kb(n_organs=MIN_NAME_PAIRS):
     entities = [Entity(f"T:{i}", f"Neoplasms, {organ}", (f"{organ} cancer", f"{organ} tumour"), "")
                 for i, organ in enumerate(ORGANS[:n_organs])]
     # Benign and malignant tumours of an organ are two entities; one pair of entities is not enough to tell.
@@ -33,7 +33,7 @@ def test_names_of_one_entity_that_differ_by_one_word_make_it_interchangeable():
     assert interchangeable_words(_kb()) == {frozenset(("cancer", "neoplasms")), frozenset(("cancer", "tumour")),
                                             frozenset(("neoplasms", "tumour"))}
     # One entity fewer, and no pair has the evidence; "benign" / "malignant" name two entities, "1" / "2" is short.
-    assert interchangeable_words(_kb(MIN_ENTITIES - 1)) == set()
+    assert interchangeable_words(_kb(MIN_NAME_PAIRS - 1)) == set()
 
 
 def _mentions(*texts, label="Disease"):
@@ -62,13 +62,13 @@ def test_discovery_joins_mentions_the_kb_names_alike(tmp_path):
                                                            "text": word, "label": "Disease", "kb_id": "NIL"}])
                for doc_id, text, word in docs]
     found = {}
-    for n_organs in (MIN_ENTITIES, MIN_ENTITIES - 1):
+    for n_organs in (MIN_NAME_PAIRS, MIN_NAME_PAIRS - 1):
         _kb(n_organs).to_disk(tmp_path / f"kb{n_organs}")
         nlp = make_nlp(tmp_path / f"kb{n_organs}")
         result = discover_corpus(nlp, records, min_similarity=0.99, progress=False)
         found[n_organs] = sorted(sorted(m.text for m in p.mentions) for p in result.proposals)
-    assert found[MIN_ENTITIES] == [["cancer", "cancer", "tumour", "tumour"]]
-    assert found[MIN_ENTITIES - 1] == [["cancer", "cancer"], ["tumour", "tumour"]]
+    assert found[MIN_NAME_PAIRS] == [["cancer", "cancer", "tumour", "tumour"]]
+    assert found[MIN_NAME_PAIRS - 1] == [["cancer", "cancer"], ["tumour", "tumour"]]
 
 
 def test_a_short_form_defined_as_two_things_is_not_joined_for_being_written_alike():
