@@ -16,15 +16,15 @@ from .nil_mentions import NilMention, nil_mentions
 from .proposals import (
     DEFAULT_MIN_ENTITY_SIMILARITY, DEFAULT_MIN_SIMILARITY, NEAREST, Discovery, next_new_number, propose_entities,
 )
-from .short_forms import ambiguous_short_forms, defined_short_forms
+from .short_forms import short_form_definitions
 
 
 def same_entity_pairs(mentions: Sequence[NilMention], kb: BaseEntityStore) -> List[Tuple[int, int]]:
     """The mentions discovery joins whatever their vectors say: short forms and the long forms their
     text defines them by, and texts written alike (but short forms defined as two things) or alike
     but for words the KB interchanges."""
-    return defined_short_forms(mentions) + interchangeable_pairs(mentions, interchangeable_words(kb),
-                                                                 apart=ambiguous_short_forms(mentions))
+    defined, ambiguous = short_form_definitions(mentions)
+    return defined + interchangeable_pairs(mentions, interchangeable_words(kb), apart=ambiguous)
 
 
 def discover_corpus(

@@ -19,26 +19,20 @@ def defined_short_forms(mentions: Sequence[NilMention]) -> List[Tuple[int, int]]
     Schwartz & Hearst's detector wants, which reads "DM" (dystrophia myotonica) as no abbreviation.
 
     Such a short form is read alike wherever it is written, so one pair joins its mentions everywhere:
-    a short form the corpus defines as two things (`ambiguous_short_forms`) gets no pair."""
-    pairs, meanings = _definitions(mentions)
-    return [(first, second) for first, second in pairs if _one_meaning(meanings[mentions[second].text])]
+    a short form the corpus defines as two things gets no pair (`short_form_definitions`)."""
+    return short_form_definitions(mentions)[0]
 
 
-def ambiguous_short_forms(mentions: Sequence[NilMention]) -> Set[str]:
-    """The short forms that the corpus defines as two things ("AS": ankylosing spondylitis here,
-    Angelman syndrome there), which nothing joins."""
-    _, meanings = _definitions(mentions)
-    return {text for text, long_forms in meanings.items() if not _one_meaning(long_forms)}
-
-
-def _definitions(mentions: Sequence[NilMention]) -> Tuple[List[Tuple[int, int]], Dict[str, Set[str]]]:
-    """The (long, short) pairs the texts define, and each short form's long forms."""
+def short_form_definitions(mentions: Sequence[NilMention]) -> Tuple[List[Tuple[int, int]], Set[str]]:
+    """The (long, short) pairs of `defined_short_forms`, and the short forms that the corpus defines
+    as two things ("AS": ankylosing spondylitis here, Angelman syndrome there), which nothing joins."""
     order = sorted(range(len(mentions)), key=lambda i: (mentions[i].doc, mentions[i].start))
     pairs = [(first, second) for first, second in zip(order, order[1:]) if _defines(mentions[first], mentions[second])]
     meanings: Dict[str, Set[str]] = defaultdict(set)
     for first, second in pairs:
         meanings[mentions[second].text].add(_words(mentions[first].text).casefold())
-    return pairs, meanings
+    ambiguous = {text for text, long_forms in meanings.items() if not _one_meaning(long_forms)}
+    return [(first, second) for first, second in pairs if mentions[second].text not in ambiguous], ambiguous
 
 
 def _defines(long: NilMention, short: NilMention) -> bool:

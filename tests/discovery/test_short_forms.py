@@ -3,7 +3,7 @@ import pytest
 
 from spacy_arbo.annotation.records import Record
 from spacy_arbo.discovery.nil_mentions import _nil_mention
-from spacy_arbo.discovery.short_forms import ambiguous_short_forms, defined_short_forms
+from spacy_arbo.discovery.short_forms import defined_short_forms, short_form_definitions
 
 
 def _mentions(doc: str, text: str, spans, label="Disease"):
@@ -54,4 +54,4 @@ def test_a_short_form_defined_as_two_things_gets_no_pair():
     two = _mentions("1", "myotonic dystrophy (DM)", [(0, 18), (20, 22)]) + \
         _mentions("2", "diabetes mellitus (DM)", [(0, 17), (19, 21)])
     assert defined_short_forms(two) == []
-    assert ambiguous_short_forms(two) == {"DM"} and ambiguous_short_forms(two[:2]) == set()
+    assert short_form_definitions(two)[1] == {"DM"} and short_form_definitions(two[:2])[1] == set()
